@@ -1,0 +1,1 @@
+"""Adapters: each sub-package owns exactly one outside library and converts at the edge."""

@@ -1,0 +1,1 @@
+"""The composition root: config, lifecycle, scheduler and the tavernbot CLI."""

@@ -1,0 +1,73 @@
+"""The ``tavernbot`` command line.
+
+Each command group lives in its own module under :mod:`bot.cli_commands` and exposes
+``register(subparsers)``; this module only finds them, parses, and maps errors to exit codes:
+0 success, 1 failure, 2 bad configuration or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import pkgutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot import cli_commands
+from bot.config import ConfigError, Settings, load_settings
+from engine.errors import EngineError
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, with every command module registered in name order."""
+    parser = argparse.ArgumentParser(
+        prog="tavernbot",
+        description="SillyTavern-grade role-play on Discord, Telegram and the terminal.",
+    )
+    parser.add_argument("--config", type=Path, default=None, help="TOML config file")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(cli_commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{cli_commands.__name__}.{info.name}")
+        module.register(sub)
+    return parser
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Load the settings named by ``--config`` (raises ConfigError)."""
+    return load_settings(args.config)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tavernbot`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(handler(args) or EXIT_OK)
+    except ConfigError as exc:
+        print(f"tavernbot: configuration error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except EngineError as exc:
+        print(f"tavernbot: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

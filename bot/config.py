@@ -1,0 +1,168 @@
+"""Configuration: one TOML file plus environment overrides, validated once at start.
+
+The file is optional (every key has a default); secrets and endpoints can come from the
+environment instead (``DISCORD_TOKEN``, ``TELEGRAM_TOKEN``, ``LLM_BASE_URL``, ``LLM_API_KEY``,
+``LLM_MODEL``, ``DATABASE_URL``, ``TAVERNBOT_SECRET_KEY``), which win over the file. A bad
+value raises :class:`ConfigError` whose message names the key, the value and what is allowed;
+the CLI turns it into exit code 2.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+DEFAULT_CONFIG_FILE = Path("tavernbot.toml")
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/tavernbot.db"
+
+ENV_OVERRIDES: Mapping[str, tuple[str, str]] = {
+    "DISCORD_TOKEN": ("discord", "token"),
+    "TELEGRAM_TOKEN": ("telegram", "token"),
+    "LLM_BASE_URL": ("llm", "base_url"),
+    "LLM_API_KEY": ("llm", "api_key"),
+    "LLM_MODEL": ("llm", "model"),
+    "DATABASE_URL": ("database", "url"),
+    "TAVERNBOT_SECRET_KEY": ("security", "secret_key"),
+}
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; ``str()`` is the one message shown to the user."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatabaseSettings(_Section):
+    """Where every turn is kept."""
+
+    url: str = DEFAULT_DATABASE_URL
+    echo: bool = False
+
+    @field_validator("url")
+    @classmethod
+    def _known_driver(cls, value: str) -> str:
+        if not value.startswith(("sqlite+aiosqlite://", "postgresql+asyncpg://")):
+            raise ValueError("must start with 'sqlite+aiosqlite://' or 'postgresql+asyncpg://'")
+        return value
+
+
+class LLMSettings(_Section):
+    """The model endpoint; ``offline`` needs no network and answers deterministically."""
+
+    provider: Literal["openai", "offline"] = "offline"
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    model: str = "gpt-4o-mini"
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+
+
+class DiscordSettings(_Section):
+    """Discord bot credentials and optional endpoints (a REST proxy or a test server)."""
+
+    token: SecretStr | None = None
+    api_base: str | None = None
+    gateway_url: str | None = None
+    game_master_role: str = "Game Master"
+    allow_dms: bool = True
+    reply_policy: Literal["every_message", "mention", "quiet_period"] = "quiet_period"
+    quiet_period_s: float = Field(default=8.0, ge=0)
+    channels: dict[str, str] = Field(default_factory=dict)
+
+
+class TelegramSettings(_Section):
+    """Telegram bot credentials and an optional self-hosted Bot API server."""
+
+    token: SecretStr | None = None
+    api_base: str | None = None
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: str | None = None
+    allowed_users: list[int] = Field(default_factory=list)
+
+
+class ConsoleSettings(_Section):
+    """The terminal chat used when no platform is configured."""
+
+    session: str = "default"
+    user: str = "User"
+    character: str | None = None
+
+
+class SecuritySettings(_Section):
+    """Key used to encrypt model API keys at rest; storing a key is refused without it."""
+
+    secret_key: SecretStr | None = None
+
+
+class Settings(_Section):
+    """The whole validated configuration."""
+
+    database: DatabaseSettings = DatabaseSettings()
+    llm: LLMSettings = LLMSettings()
+    discord: DiscordSettings = DiscordSettings()
+    telegram: TelegramSettings = TelegramSettings()
+    console: ConsoleSettings = ConsoleSettings()
+    security: SecuritySettings = SecuritySettings()
+
+    @property
+    def uses_offline_model(self) -> bool:
+        """True when no model endpoint is configured (the offline provider answers)."""
+        return self.llm.provider == "offline" or not self.llm.base_url
+
+
+def load_settings(
+    path: Path | None = None, *, environ: Mapping[str, str] | None = None
+) -> Settings:
+    """Read ``path`` (or ``tavernbot.toml`` when present), apply the environment, validate.
+
+    Raises :class:`ConfigError` with one human message on any problem.
+    """
+    env = os.environ if environ is None else environ
+    source = "defaults"
+    raw: dict[str, Any] = {}
+    if path is None and DEFAULT_CONFIG_FILE.exists():
+        path = DEFAULT_CONFIG_FILE
+    if path is not None:
+        source = str(path)
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"{path}: config file not found") from exc
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    # A provider left unset becomes "openai" as soon as an endpoint is given by the env.
+    for var, (section, key) in ENV_OVERRIDES.items():
+        value = env.get(var)
+        if value:
+            target = raw.setdefault(section, {})
+            if not isinstance(target, dict):
+                raise ConfigError(f"{source}: [{section}] must be a table, got {target!r}")
+            target[key] = value
+            if var == "LLM_BASE_URL" and "provider" not in target:
+                target["provider"] = "openai"
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, source)) from exc
+
+
+def _describe(exc: ValidationError, source: str) -> str:
+    """One line: which key, what value, what is allowed (the first error pydantic found)."""
+    err = exc.errors()[0]
+    key = ".".join(str(part) for part in err["loc"])
+    value = err.get("input")
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return f"{source}: unknown key '{key}' (value {value!r}); see config.example.toml"
+    allowed = err["msg"]
+    if isinstance(allowed, str) and allowed.startswith("Value error, "):
+        allowed = allowed.removeprefix("Value error, ")
+    shown = "***" if key.endswith(("token", "api_key", "secret_key")) else repr(value)
+    return f"{source}: invalid value {shown} for '{key}': {allowed}"

@@ -1,0 +1,72 @@
+"""The root of every error the engine raises on purpose.
+
+Each sub-package defines its own branch of the tree next to the code that raises it, always
+rooted here, so a front end can catch :class:`EngineError` and show ``str(exc)`` to a user::
+
+    EngineError
+     ├── ConfigurationError        a setting or binding the engine cannot work with
+     ├── NotFoundError             a realm, session, branch, floor, page or asset does not exist
+     ├── ConflictError             a compare-and-set or uniqueness check lost a race
+     ├── InvalidTransitionError    a state machine refused a move (floor states, page activation)
+     ├── PermissionDeniedError     the actor may not do this (read-only macros, platform roles)
+     ├── LimitExceededError        a named limit was reached (the limit's name is in ``limit``)
+     ├── FormatError               an imported file is malformed (file, field and problem)
+     └── GenerationError           the model call failed (the floor is marked failed)
+
+Adapters translate library exceptions into these at the edge (``raise ... from exc``); the
+engine never catches a library exception itself.
+"""
+
+from __future__ import annotations
+
+
+class EngineError(Exception):
+    """Base class of all deliberate engine errors; the message is fit to show a user."""
+
+
+class ConfigurationError(EngineError):
+    """A setting, binding or profile the engine cannot work with."""
+
+
+class NotFoundError(EngineError):
+    """Something addressed by id or name does not exist (or is not visible to the caller)."""
+
+
+class ConflictError(EngineError):
+    """A concurrent change won: a compare-and-set or a uniqueness check failed."""
+
+
+class InvalidTransitionError(EngineError):
+    """A state machine refused a transition (for example committing a failed floor)."""
+
+
+class PermissionDeniedError(EngineError):
+    """The actor is not allowed to do this."""
+
+
+class LimitExceededError(EngineError):
+    """A named limit was reached; ``limit`` holds its name and ``value`` the bound."""
+
+    def __init__(self, message: str, *, limit: str, value: int | float) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.value = value
+
+
+class FormatError(EngineError):
+    """An imported file is malformed; says which file, which field and what is wrong."""
+
+    def __init__(self, problem: str, *, source: str = "", field: str = "") -> None:
+        where = ": ".join(part for part in (source, field) if part)
+        super().__init__(f"{where}: {problem}" if where else problem)
+        self.source = source
+        self.field = field
+        self.problem = problem
+
+
+class GenerationError(EngineError):
+    """The model call failed; ``retryable`` tells whether trying again may help."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable

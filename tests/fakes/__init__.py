@@ -1,0 +1,1 @@
+"""Loopback fakes of the outside world (model server, Discord, Telegram) and port fakes."""
