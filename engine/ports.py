@@ -95,6 +95,9 @@ class ChatRequest:
     tools: Sequence[ToolSpec] = ()
     stop: Sequence[str] = ()
     timeout_s: float = 120.0
+    # Plain facts about the turn (e.g. "character", "user", "slot") for providers that do not
+    # read prompts, such as the offline provider; never sent to a remote model.
+    metadata: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

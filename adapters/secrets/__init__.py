@@ -1,0 +1,1 @@
+"""adapters.secrets: encryption of stored credentials (owns `cryptography`)."""
