@@ -1,0 +1,351 @@
+"""An in-memory :class:`engine.turns.api.RoleplayService` for front-end tests.
+
+It keeps sessions, branches, floors, pages and variables in dictionaries and answers with a
+deterministic reply (``"<character>: I hear you, <speaker>. You said: <text>"``, streamed in a few
+chunks), so Discord, Telegram and console tests can check what a front end does with the service
+without a database or a model. Tests may set ``reply_for`` to script replies, ``fail_next`` to
+make the next generation fail, and read ``calls`` to see what the front end asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import GenerationError, InvalidTransitionError, NotFoundError
+from engine.turns.api import (
+    MAIN_BRANCH,
+    AssetKind,
+    BranchInfo,
+    ImportSummary,
+    OnText,
+    PlatformRef,
+    ReplyView,
+    Scope,
+    SessionInfo,
+    SessionKey,
+    UserLine,
+    VariableWrite,
+)
+
+CHUNKS = 3
+
+
+@dataclass
+class _Floor:
+    lines: list[UserLine]
+    pages: list[str] = field(default_factory=list)
+    page_vars: list[dict[str, Any]] = field(default_factory=list)
+    active: int = 0
+    hidden: bool = False
+
+
+@dataclass
+class _Branch:
+    name: str
+    parent: str | None
+    fork_floor: int | None
+    floors: list[_Floor] = field(default_factory=list)
+    vars: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Session:
+    key: SessionKey
+    character: str | None
+    branches: dict[str, _Branch] = field(default_factory=dict)
+    chat_vars: dict[str, Any] = field(default_factory=dict)
+    links: dict[str, PlatformRef] = field(default_factory=dict)
+
+
+class FakeRoleplayService:
+    """Dictionary-backed stand-in for the engine service (see the module docstring)."""
+
+    def __init__(self, *, default_character: str = "Seraphina") -> None:
+        self.default_character = default_character
+        self.sessions: dict[SessionKey, _Session] = {}
+        self.realm_globals: dict[str, dict[str, Any]] = {}
+        self.assets: dict[tuple[str, str, str], bytes] = {}
+        self.calls: list[tuple[str, Any]] = []
+        self.reply_for: Callable[[str, Sequence[UserLine], int], str] | None = None
+        self.fail_next = False
+
+    # ------------------------------------------------------------------ helpers
+    def _session(self, key: SessionKey) -> _Session:
+        try:
+            return self.sessions[key]
+        except KeyError:
+            raise NotFoundError(f"no session {key.platform}:{key.realm}:{key.key}") from None
+
+    def _branch(self, key: SessionKey, branch: str) -> _Branch:
+        session = self._session(key)
+        try:
+            return session.branches[branch]
+        except KeyError:
+            raise NotFoundError(f"no branch {branch!r} in session {key.key}") from None
+
+    def _lineage(self, session: _Session, branch: _Branch) -> list[_Floor]:
+        if branch.parent is None:
+            return list(branch.floors)
+        parent = session.branches[branch.parent]
+        return self._lineage(session, parent)[: branch.fork_floor or 0] + branch.floors
+
+    def _view(self, session: _Session, branch: _Branch) -> ReplyView:
+        floors = self._lineage(session, branch)
+        if not floors:
+            raise NotFoundError(f"branch {branch.name!r} has no reply yet")
+        floor = floors[-1]
+        return ReplyView(
+            session=session.key,
+            branch=branch.name,
+            floor=len(floors),
+            page=floor.active + 1,
+            pages=len(floor.pages),
+            text=floor.pages[floor.active],
+            character=session.character or self.default_character,
+        )
+
+    async def _generate(
+        self, session: _Session, lines: Sequence[UserLine], page: int, on_text: OnText | None
+    ) -> str:
+        if self.fail_next:
+            self.fail_next = False
+            raise GenerationError("the model failed (scripted)")
+        character = session.character or self.default_character
+        if self.reply_for is not None:
+            text = self.reply_for(character, lines, page)
+        else:
+            said = " / ".join(f"{line.speaker.name}: {line.text}" for line in lines)
+            text = f"{character}: I hear you. You said: {said}"
+            if page > 1:
+                text += f" (take {page})"
+        if on_text is not None:
+            step = max(1, len(text) // CHUNKS)
+            for end in range(step, len(text) + step, step):
+                await on_text(text[: min(end, len(text))])
+        return text
+
+    def _effective(self, session: _Session, branch: _Branch) -> dict[str, Any]:
+        merged = dict(self.realm_globals.get(session.key.realm, {}))
+        merged.update(session.chat_vars)
+        for floor in self._lineage(session, branch):
+            merged.update(floor.page_vars[floor.active])
+        merged.update(branch.vars)
+        return merged
+
+    # ------------------------------------------------------------------ RoleplayService
+    async def open_session(self, key: SessionKey, *, character: str | None = None) -> SessionInfo:
+        self.calls.append(("open_session", key))
+        session = self.sessions.get(key)
+        if session is None:
+            session = _Session(key=key, character=character)
+            session.branches[MAIN_BRANCH] = _Branch(MAIN_BRANCH, None, None)
+            self.sessions[key] = session
+        elif character is not None:
+            session.character = character
+        return await self.session_info(key)
+
+    async def session_info(self, key: SessionKey) -> SessionInfo:
+        session = self._session(key)
+        return SessionInfo(
+            key=key,
+            character=session.character,
+            preset=None,
+            worldbooks=(),
+            branches=tuple(
+                BranchInfo(
+                    name=b.name,
+                    parent=b.parent,
+                    fork_floor=b.fork_floor,
+                    floors=len(self._lineage(session, b)),
+                )
+                for b in session.branches.values()
+            ),
+        )
+
+    async def respond(
+        self,
+        key: SessionKey,
+        branch: str,
+        lines: Sequence[UserLine],
+        *,
+        on_text: OnText | None = None,
+    ) -> ReplyView:
+        self.calls.append(("respond", (key, branch, tuple(lines))))
+        session = self._session(key)
+        target = self._branch(key, branch)
+        text = await self._generate(session, lines, 1, on_text)
+        target.floors.append(_Floor(lines=list(lines), pages=[text], page_vars=[{}]))
+        return self._view(session, target)
+
+    async def regenerate(
+        self, key: SessionKey, branch: str, *, on_text: OnText | None = None
+    ) -> ReplyView:
+        self.calls.append(("regenerate", (key, branch)))
+        session = self._session(key)
+        target = self._branch(key, branch)
+        floors = self._lineage(session, target)
+        if not floors:
+            raise InvalidTransitionError("nothing to regenerate yet")
+        floor = floors[-1]
+        text = await self._generate(session, floor.lines, len(floor.pages) + 1, on_text)
+        floor.pages.append(text)
+        floor.page_vars.append({})
+        floor.active = len(floor.pages) - 1
+        return self._view(session, target)
+
+    async def swipe(self, key: SessionKey, branch: str, step: int) -> ReplyView:
+        self.calls.append(("swipe", (key, branch, step)))
+        session = self._session(key)
+        target = self._branch(key, branch)
+        floors = self._lineage(session, target)
+        if not floors:
+            raise InvalidTransitionError("nothing to swipe yet")
+        floor = floors[-1]
+        floor.active = max(0, min(len(floor.pages) - 1, floor.active + step))
+        return self._view(session, target)
+
+    async def fork(
+        self, key: SessionKey, branch: str, *, after_floor: int | None, name: str
+    ) -> BranchInfo:
+        self.calls.append(("fork", (key, branch, after_floor, name)))
+        session = self._session(key)
+        source = self._branch(key, branch)
+        floors = len(self._lineage(session, source))
+        at = floors if after_floor is None else after_floor
+        if not 0 <= at <= floors:
+            raise NotFoundError(f"branch {branch!r} has no floor {at}")
+        if name in session.branches:
+            return await self._info(session, session.branches[name])
+        # Forks of forks are flattened onto the source lineage, which is all tests need.
+        created = _Branch(name, branch, at)
+        session.branches[name] = created
+        return await self._info(session, created)
+
+    async def _info(self, session: _Session, branch: _Branch) -> BranchInfo:
+        return BranchInfo(
+            name=branch.name,
+            parent=branch.parent,
+            fork_floor=branch.fork_floor,
+            floors=len(self._lineage(session, branch)),
+        )
+
+    async def history(self, key: SessionKey, branch: str, *, limit: int = 50) -> list[ReplyView]:
+        session = self._session(key)
+        target = self._branch(key, branch)
+        views = []
+        for number, floor in enumerate(self._lineage(session, target), start=1):
+            views.append(
+                ReplyView(
+                    session=key,
+                    branch=branch,
+                    floor=number,
+                    page=floor.active + 1,
+                    pages=len(floor.pages),
+                    text=floor.pages[floor.active],
+                    character=session.character or self.default_character,
+                )
+            )
+        return views[-limit:]
+
+    async def variables(
+        self, key: SessionKey, branch: str, scope: Scope | None = None
+    ) -> dict[str, Any]:
+        session = self._session(key)
+        target = self._branch(key, branch)
+        if scope is None:
+            return self._effective(session, target)
+        if scope == "global":
+            return dict(self.realm_globals.get(key.realm, {}))
+        if scope == "chat":
+            return dict(session.chat_vars)
+        if scope == "branch":
+            return dict(target.vars)
+        floors = self._lineage(session, target)
+        return dict(floors[-1].page_vars[floors[-1].active]) if floors else {}
+
+    def _scope_store(self, key: SessionKey, branch: str, scope: Scope) -> dict[str, Any]:
+        session = self._session(key)
+        target = self._branch(key, branch)
+        if scope == "global":
+            return self.realm_globals.setdefault(key.realm, {})
+        if scope == "chat":
+            return session.chat_vars
+        if scope == "branch":
+            return target.vars
+        floors = self._lineage(session, target)
+        if not floors:
+            raise InvalidTransitionError(f"no floor yet to hold a {scope} variable")
+        return floors[-1].page_vars[floors[-1].active]
+
+    async def set_variable(
+        self, key: SessionKey, branch: str, name: str, value: Any, scope: Scope = "chat"
+    ) -> None:
+        self.calls.append(("set_variable", (key, branch, name, value, scope)))
+        self._scope_store(key, branch, scope)[name] = value
+
+    async def delete_variable(
+        self, key: SessionKey, branch: str, name: str, scope: Scope = "chat"
+    ) -> None:
+        self.calls.append(("delete_variable", (key, branch, name, scope)))
+        store = self._scope_store(key, branch, scope)
+        if name not in store:
+            raise NotFoundError(f"no {scope} variable {name!r}")
+        del store[name]
+
+    async def variable_history(
+        self, key: SessionKey, branch: str, name: str
+    ) -> list[VariableWrite]:
+        value = (await self.variables(key, branch)).get(name)
+        if value is None:
+            return []
+        return [VariableWrite(scope="chat", value=value, floor=None, page=None)]
+
+    async def link_message(self, key: SessionKey, platform_ref: str, ref: PlatformRef) -> None:
+        self._session(key).links[platform_ref] = ref
+
+    async def resolve_message(self, key: SessionKey, platform_ref: str) -> PlatformRef | None:
+        return self._session(key).links.get(platform_ref)
+
+    async def hide_message(self, key: SessionKey, platform_ref: str) -> None:
+        self.calls.append(("hide_message", (key, platform_ref)))
+        ref = await self.resolve_message(key, platform_ref)
+        if ref is None:
+            return
+        session = self._session(key)
+        floors = self._lineage(session, session.branches[ref.branch])
+        if 0 < ref.floor <= len(floors):
+            floors[ref.floor - 1].hidden = True
+
+    async def import_asset(
+        self, key: SessionKey, kind: AssetKind, filename: str, data: bytes
+    ) -> ImportSummary:
+        self.calls.append(("import_asset", (key, kind, filename)))
+        try:
+            parsed = json.loads(data)
+        except ValueError as exc:
+            from engine.errors import FormatError
+
+            raise FormatError("not valid JSON", source=filename) from exc
+        name = str(parsed.get("name") or filename) if isinstance(parsed, Mapping) else filename
+        self.assets[(key.realm, kind, name)] = data
+        if kind == "card":
+            await self.open_session(key, character=name)
+        return ImportSummary(kind=kind, name=name, details={"bytes": len(data)})
+
+    async def preview(self, key: SessionKey, branch: str, text: str) -> str:
+        return text.replace("{{char}}", self._session(key).character or self.default_character)
+
+    async def dry_run(self, key: SessionKey, branch: str, text: str) -> Mapping[str, Any]:
+        return {"messages": [{"role": "user", "content": text, "sources": []}]}
+
+    async def export_chat(self, key: SessionKey, branch: str) -> bytes:
+        views = await self.history(key, branch, limit=10_000)
+        return "\n".join(json.dumps({"mes": v.text, "is_user": False}) for v in views).encode()
+
+    async def reset(self, key: SessionKey) -> None:
+        self.calls.append(("reset", key))
+        session = self._session(key)
+        session.branches = {MAIN_BRANCH: _Branch(MAIN_BRANCH, None, None)}
