@@ -1,0 +1,261 @@
+"""The terminal chat: lines are messages, ``/commands`` drive swipes, branches and variables.
+
+It reads input line by line (so it can be scripted through a pipe) and talks to the engine only
+through :class:`engine.turns.api.RoleplayService`. With ``jsonl=True`` every output is one JSON
+object per line (``reply``, ``vars``, ``error``, ``info``) for scripts and tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO, get_args
+
+from engine.errors import EngineError
+from engine.turns.api import (
+    MAIN_BRANCH,
+    AssetKind,
+    ReplyView,
+    RoleplayService,
+    Scope,
+    SessionKey,
+    Speaker,
+    UserLine,
+)
+
+SCOPES: tuple[str, ...] = get_args(Scope)
+HELP = (
+    "commands: /regen, /swipe < | >, /fork N, /branches, /switch NAME, /vars [SCOPE], "
+    "/setvar NAME VALUE [SCOPE], /history, /dryrun [TEXT], /import FILE, /memory, /help, /quit"
+)
+IMPORT_KINDS: dict[str, AssetKind] = {".png": "card", ".jsonl": "chat"}
+
+
+@dataclass
+class ConsoleFrontend:
+    """One console conversation bound to a session; ``branch`` is the branch being played."""
+
+    service: RoleplayService
+    key: SessionKey
+    user: str = "User"
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    jsonl: bool = False
+    branch: str = MAIN_BRANCH
+    _streamed: int = 0
+
+    # ------------------------------------------------------------------ output
+    def _emit(self, kind: str, **fields: Any) -> None:
+        if self.jsonl:
+            self.out.write(json.dumps({"type": kind, **fields}, ensure_ascii=False) + "\n")
+        elif kind == "reply":
+            pass  # already streamed by _on_text; the marker line follows in _show_reply
+        elif kind == "vars":
+            body = json.dumps(fields["vars"], ensure_ascii=False, indent=2, sort_keys=True)
+            self.out.write(f"[{fields['scope']}] {body}\n")
+        elif kind == "error":
+            self.out.write(f"! {fields['message']}\n")
+        else:
+            self.out.write(f"* {fields['message']}\n")
+        self.out.flush()
+
+    async def _on_text(self, text: str) -> None:
+        if self.jsonl:
+            return
+        self.out.write(text[self._streamed :])
+        self.out.flush()
+        self._streamed = len(text)
+
+    def _show_reply(self, view: ReplyView, *, streamed: bool) -> None:
+        if not self.jsonl:
+            if not streamed:
+                self.out.write(view.text)
+            self.out.write(f"\n  ‹ {view.page}/{view.pages} › [{view.branch} #{view.floor}]\n")
+            self.out.flush()
+        self._emit(
+            "reply",
+            branch=view.branch,
+            floor=view.floor,
+            page=view.page,
+            pages=view.pages,
+            text=view.text,
+        )
+
+    async def _generate(self, call: Callable[[], Awaitable[ReplyView]]) -> None:
+        self._streamed = 0
+        view = await call()
+        self._show_reply(view, streamed=self._streamed > 0)
+
+    # ------------------------------------------------------------------ input
+    async def handle_line(self, line: str) -> bool:
+        """Handle one input line; returns False when the user asked to quit."""
+        text = line.rstrip("\r\n")
+        if not text.strip():
+            return True
+        try:
+            if text.startswith("/"):
+                return await self._command(text)
+            speaker = Speaker(id=f"console:{self.user}", name=self.user)
+            line_value = UserLine(speaker=speaker, text=text)
+            await self._generate(
+                lambda: self.service.respond(
+                    self.key, self.branch, [line_value], on_text=self._on_text
+                )
+            )
+        except EngineError as exc:
+            self._emit("error", message=str(exc))
+        return True
+
+    async def _command(self, text: str) -> bool:
+        try:
+            name, *args = shlex.split(text)
+        except ValueError as exc:
+            self._emit("error", message=f"cannot read command: {exc}")
+            return True
+        match name.lower():
+            case "/quit" | "/exit":
+                return False
+            case "/help":
+                self._emit("info", message=HELP)
+            case "/regen":
+                await self._generate(
+                    lambda: self.service.regenerate(self.key, self.branch, on_text=self._on_text)
+                )
+            case "/swipe":
+                step = {"<": -1, ">": 1}.get(args[0] if args else "", 0)
+                if not step:
+                    self._emit("error", message="usage: /swipe < or /swipe >")
+                else:
+                    self._show_reply(
+                        await self.service.swipe(self.key, self.branch, step), streamed=False
+                    )
+            case "/fork":
+                await self._fork(args)
+            case "/branches":
+                info = await self.service.session_info(self.key)
+                names = ", ".join(
+                    f"{b.name}{'*' if b.name == self.branch else ''} ({b.floors} floors)"
+                    for b in info.branches
+                )
+                self._emit("info", message=f"branches: {names}")
+            case "/switch":
+                await self._switch(args)
+            case "/vars":
+                await self._vars(args)
+            case "/setvar":
+                await self._setvar(args)
+            case "/history":
+                for view in await self.service.history(self.key, self.branch):
+                    self._emit(
+                        "info", message=f"#{view.floor} ‹{view.page}/{view.pages}› {view.text}"
+                    )
+            case "/dryrun":
+                result = await self.service.dry_run(self.key, self.branch, " ".join(args))
+                self._emit("info", message=json.dumps(result, ensure_ascii=False, default=str))
+            case "/import":
+                await self._import(args)
+            case "/memory":
+                self._emit("error", message="memory is not available in this build yet")
+            case _:
+                self._emit("error", message=f"unknown command {name}; {HELP}")
+        return True
+
+    async def _fork(self, args: list[str]) -> None:
+        if len(args) != 1 or not args[0].isdigit():
+            self._emit("error", message="usage: /fork N (branch after floor N)")
+            return
+        after = int(args[0])
+        info = await self.service.session_info(self.key)
+        name = f"{self.branch}-{after}"
+        taken = {b.name for b in info.branches}
+        suffix = 1
+        while name in taken:
+            suffix += 1
+            name = f"{self.branch}-{after}-{suffix}"
+        branch = await self.service.fork(self.key, self.branch, after_floor=after, name=name)
+        self.branch = branch.name
+        self._emit("info", message=f"forked after floor {after}: now on branch {branch.name}")
+
+    async def _switch(self, args: list[str]) -> None:
+        if len(args) != 1:
+            self._emit("error", message="usage: /switch NAME")
+            return
+        info = await self.service.session_info(self.key)
+        if args[0] not in {b.name for b in info.branches}:
+            self._emit("error", message=f"no branch named {args[0]!r}")
+            return
+        self.branch = args[0]
+        self._emit("info", message=f"now on branch {self.branch}")
+
+    async def _vars(self, args: list[str]) -> None:
+        scope = args[0] if args else None
+        if scope is not None and scope not in SCOPES:
+            self._emit("error", message=f"unknown scope {scope!r}; use one of {', '.join(SCOPES)}")
+            return
+        values = await self.service.variables(self.key, self.branch, scope)  # type: ignore[arg-type]
+        self._emit("vars", scope=scope or "effective", vars=values)
+
+    async def _setvar(self, args: list[str]) -> None:
+        if len(args) not in (2, 3):
+            self._emit("error", message="usage: /setvar NAME VALUE [SCOPE]")
+            return
+        scope = args[2] if len(args) == 3 else "chat"
+        if scope not in SCOPES:
+            self._emit("error", message=f"unknown scope {scope!r}; use one of {', '.join(SCOPES)}")
+            return
+        await self.service.set_variable(self.key, self.branch, args[0], args[1], scope)  # type: ignore[arg-type]
+        self._emit("info", message=f"set {scope} variable {args[0]} = {args[1]}")
+
+    async def _import(self, args: list[str]) -> None:
+        if len(args) not in (1, 2):
+            self._emit("error", message="usage: /import FILE [card|preset|worldbook|regex|chat]")
+            return
+        path = Path(args[0])
+        try:
+            data = await asyncio.to_thread(path.read_bytes)
+        except OSError as exc:
+            self._emit("error", message=f"cannot read {path}: {exc.strerror}")
+            return
+        kind = args[1] if len(args) == 2 else guess_kind(path, data)
+        summary = await self.service.import_asset(self.key, kind, path.name, data)  # type: ignore[arg-type]
+        self._emit("info", message=f"imported {summary.kind} {summary.name!r}")
+
+    async def run(self, lines: AsyncIterator[str]) -> None:
+        """Play until the input ends or ``/quit``."""
+        if not self.jsonl:
+            self._emit("info", message=f"session {self.key.key} on branch {self.branch}; /help")
+        async for line in lines:
+            if not await self.handle_line(line):
+                break
+
+
+def guess_kind(path: Path, data: bytes) -> AssetKind:
+    """Tell a card, preset, world book, regex script or chat apart by name and content."""
+    if path.suffix.lower() in IMPORT_KINDS:
+        return IMPORT_KINDS[path.suffix.lower()]
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        return "card"
+    if isinstance(parsed, list) or (isinstance(parsed, dict) and "findRegex" in parsed):
+        return "regex"
+    if isinstance(parsed, dict):
+        if "entries" in parsed:
+            return "worldbook"
+        if "prompts" in parsed or "prompt_order" in parsed:
+            return "preset"
+    return "card"
+
+
+async def stdin_lines(stream: TextIO | None = None) -> AsyncIterator[str]:
+    """Yield lines from standard input without blocking the event loop."""
+    source = stream or sys.stdin
+    while True:
+        line = await asyncio.to_thread(source.readline)
+        if not line:
+            return
+        yield line
