@@ -8,6 +8,7 @@ implement them with fakes. Only engine values cross these seams.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -161,3 +162,292 @@ class ChatStream(Protocol):
 
 # --------------------------------------------------------------------------- storage
 # The unit of work and the repositories (issue 2) live below this line.
+#
+# One unit of work is one short database transaction, used by one task only: open it, read or
+# change what one step needs, leave it (commit on success, roll back on an exception). Never
+# hold one across a model call. Repositories return engine values, never rows. A uniqueness
+# or lock failure surfaces as ``engine.errors.ConflictError`` when the unit of work ends.
+
+from engine.timeline.values import (  # noqa: E402  (the storage section is appended here)
+    Asset,
+    AssetKind,
+    Branch,
+    Floor,
+    FloorState,
+    Message,
+    NewMessage,
+    Page,
+    PageContext,
+    PageStatus,
+    PlatformLink,
+    Realm,
+    Session,
+    SessionSettings,
+)
+from engine.variables.values import LogEntry, Mutation, NewLogEntry, Scope  # noqa: E402
+
+
+class RealmRepository(Protocol):
+    """Realms, unique by ``(platform, key)``."""
+
+    async def get(self, realm_id: int) -> Realm:
+        """The realm; NotFoundError when missing."""
+        ...
+
+    async def find(self, platform: str, key: str) -> Realm | None:
+        """The realm with this platform key, if any."""
+        ...
+
+    async def add(self, platform: str, key: str) -> Realm:
+        """Create a realm."""
+        ...
+
+
+class SessionRepository(Protocol):
+    """Sessions, unique by ``(platform, key)``."""
+
+    async def get(self, session_id: int) -> Session:
+        """The session; NotFoundError when missing."""
+        ...
+
+    async def find(self, platform: str, key: str) -> Session | None:
+        """The session with this platform key, if any."""
+        ...
+
+    async def add(
+        self, *, realm_id: int, platform: str, key: str, settings: SessionSettings
+    ) -> Session:
+        """Create a session."""
+        ...
+
+    async def update_settings(self, session_id: int, settings: SessionSettings) -> None:
+        """Replace the session's settings object."""
+        ...
+
+
+class BranchRepository(Protocol):
+    """Branches, unique by ``(session, name)``."""
+
+    async def get(self, branch_id: int) -> Branch:
+        """The branch; NotFoundError when missing."""
+        ...
+
+    async def find(self, session_id: int, name: str) -> Branch | None:
+        """The branch of this session with this name, if any."""
+        ...
+
+    async def list(self, session_id: int) -> list[Branch]:
+        """Every branch of the session, oldest first."""
+        ...
+
+    async def add(
+        self,
+        *,
+        session_id: int,
+        name: str,
+        parent_id: int | None,
+        fork_floor: int | None,
+        fork_page: int | None,
+    ) -> Branch:
+        """Create a branch."""
+        ...
+
+    async def lock(self, branch_id: int) -> None:
+        """Hold the branch's row until the unit of work ends, so changes to one branch's
+        timeline and variables are serialised (a no-op where the database serialises writers)."""
+        ...
+
+
+class FloorRepository(Protocol):
+    """Floors. Their ``seq`` is unique per branch among floors that have not failed."""
+
+    async def add(self, *, branch_id: int, seq: int) -> Floor:
+        """Create a draft floor."""
+        ...
+
+    async def get(self, floor_id: int) -> Floor:
+        """The floor; NotFoundError when missing."""
+        ...
+
+    async def latest(self, branch_id: int) -> Floor | None:
+        """The branch's own newest floor that has not failed."""
+        ...
+
+    async def committed(self, branch_id: int, first: int, last: int | None) -> list[Floor]:
+        """The branch's own committed floors with ``first <= seq <= last``, by ``seq``."""
+        ...
+
+    async def in_state(self, state: FloorState) -> list[Floor]:
+        """Every floor in ``state`` (used on start to find interrupted generations)."""
+        ...
+
+    async def compare_and_set(
+        self, floor_id: int, *, expected: FloorState, state: FloorState, error: str | None = None
+    ) -> bool:
+        """Move the floor to ``state`` only if it is in ``expected``; False when it was not."""
+        ...
+
+    async def set_active_page(self, floor_id: int, *, expected: int | None, page: int) -> bool:
+        """Make page number ``page`` active only if ``expected`` still is; False otherwise."""
+        ...
+
+    async def set_hidden(self, floor_id: int, hidden: bool) -> None:
+        """Hide or show the floor."""
+        ...
+
+
+class PageRepository(Protocol):
+    """Pages of floors, numbered from 1 per floor."""
+
+    async def add(self, *, floor_id: int, number: int, meta: Mapping[str, Any]) -> Page:
+        """Create a pending page."""
+        ...
+
+    async def get(self, page_id: int) -> Page:
+        """The page; NotFoundError when missing."""
+        ...
+
+    async def context(self, page_id: int) -> PageContext:
+        """The page with its floor and branch, in one read; NotFoundError when missing."""
+        ...
+
+    async def of_floors(self, floor_ids: Sequence[int]) -> list[Page]:
+        """Every page of these floors, by floor then number."""
+        ...
+
+    async def compare_and_set(
+        self,
+        page_id: int,
+        *,
+        expected: PageStatus,
+        status: PageStatus,
+        error: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Move the page to ``status`` only if it is ``expected``; False when it was not."""
+        ...
+
+    async def set_hidden(self, page_id: int, hidden: bool) -> None:
+        """Hide or show the page."""
+        ...
+
+
+class MessageRepository(Protocol):
+    """Messages: a floor's inputs (no page) and a page's replies."""
+
+    async def add(
+        self, *, floor_id: int, page_id: int | None, messages: Sequence[NewMessage]
+    ) -> None:
+        """Append messages after the existing ones of the floor input or page."""
+        ...
+
+    async def of_floors(self, floor_ids: Sequence[int]) -> list[Message]:
+        """Every message of these floors (inputs and all pages), in order."""
+        ...
+
+    async def hide_by_ref(self, floor_id: int, platform_ref: str) -> int:
+        """Hide the floor's messages that carry ``platform_ref``; returns how many."""
+        ...
+
+
+class LinkRepository(Protocol):
+    """The map from platform messages to floors and pages, unique by (session, ref)."""
+
+    async def put(self, link: PlatformLink) -> None:
+        """Record (or replace) where a platform message maps."""
+        ...
+
+    async def get(self, session_id: int, platform_ref: str) -> PlatformLink | None:
+        """Where a platform message maps, if known."""
+        ...
+
+
+class AssetRepository(Protocol):
+    """Cards, presets, world books and regex sets, unique by (realm, kind, name)."""
+
+    async def put(
+        self, *, realm_id: int, kind: AssetKind, name: str, data: Mapping[str, Any]
+    ) -> Asset:
+        """Create the asset or replace its data."""
+        ...
+
+    async def get(self, realm_id: int, kind: AssetKind, name: str) -> Asset | None:
+        """The asset, if it exists."""
+        ...
+
+    async def list(self, realm_id: int, kind: AssetKind | None = None) -> list[Asset]:
+        """The realm's assets (of one kind), by kind and name."""
+        ...
+
+    async def delete(self, realm_id: int, kind: AssetKind, name: str) -> bool:
+        """Remove the asset; False when it did not exist."""
+        ...
+
+
+class VariableRepository(Protocol):
+    """The variable log, materialised values per scope owner, and branch snapshots.
+
+    Owners: ``page`` -> page id, ``floor`` -> floor id, ``branch`` -> branch id,
+    ``chat`` -> session id, ``global`` -> realm id.
+    """
+
+    async def append(self, entries: Sequence[NewLogEntry]) -> None:
+        """Append entries to the log, keeping their order."""
+        ...
+
+    async def values(self, scope: Scope, owner_id: int) -> dict[str, Any]:
+        """The materialised values of one scope owner."""
+        ...
+
+    async def change(self, scope: Scope, owner_id: int, delta: Mapping[str, Any]) -> None:
+        """Apply a delta (``engine.variables.fold.DELETED`` removes a key)."""
+        ...
+
+    async def replace(self, scope: Scope, owner_id: int, values: Mapping[str, Any]) -> None:
+        """Replace every value of one scope owner."""
+        ...
+
+    async def page_log(self, page_ids: Sequence[int], scope: Scope) -> dict[int, list[Mutation]]:
+        """The page-sourced log entries of ``scope`` for these pages, in order, by page id."""
+        ...
+
+    async def explicit(
+        self, branch_id: int, first: int, last: int | None, scope: Scope
+    ) -> list[LogEntry]:
+        """Explicit entries of ``scope`` positioned on ``branch_id`` at ``first..last``."""
+        ...
+
+    async def history(self, key: str, *, session_id: int, realm_id: int) -> list[LogEntry]:
+        """Every log entry of ``key`` in the session, plus the realm's global ones, in order."""
+        ...
+
+    async def save_snapshot(self, page_id: int, values: Mapping[str, Any]) -> None:
+        """Store the branch scope as it stands after ``page`` (immutable once written)."""
+        ...
+
+    async def snapshot(self, page_id: int) -> dict[str, Any] | None:
+        """The snapshot stored for ``page``, if any."""
+        ...
+
+
+class UnitOfWork(Protocol):
+    """One transaction and the repositories that work inside it."""
+
+    realms: RealmRepository
+    sessions: SessionRepository
+    branches: BranchRepository
+    floors: FloorRepository
+    pages: PageRepository
+    messages: MessageRepository
+    links: LinkRepository
+    assets: AssetRepository
+    variables: VariableRepository
+
+
+class Storage(Protocol):
+    """Where units of work come from: ``async with storage.unit_of_work() as uow: ...``
+    commits when the block ends normally and rolls back when it raises."""
+
+    def unit_of_work(self) -> AbstractAsyncContextManager[UnitOfWork]:
+        """A fresh unit of work (never share one between tasks)."""
+        ...

@@ -1,0 +1,63 @@
+"""Creating the SQLAlchemy async engine for SQLite (aiosqlite) or PostgreSQL (asyncpg).
+
+SQLite gets WAL journaling (readers never block the writer), foreign keys on, a busy timeout,
+and ``BEGIN IMMEDIATE`` transactions: a unit of work takes the write lock when it starts, so
+two writers queue on the busy timeout instead of failing halfway with a stale snapshot.
+PostgreSQL runs at READ COMMITTED; compare-and-set updates and a per-branch row lock
+serialise what must be serialised. ``schema`` (PostgreSQL only) puts every table in that
+schema through ``search_path``; tests use it to isolate themselves.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
+"""How long a SQLite writer waits for the lock before giving up."""
+
+PG_POOL_SIZE: Final = 5
+
+
+def is_sqlite(url: str) -> bool:
+    """Whether ``url`` names a SQLite database."""
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def create_engine(url: str, *, schema: str | None = None, echo: bool = False) -> AsyncEngine:
+    """An async engine for ``url`` set up as described in the module docstring."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_async_engine(url, echo=echo)
+        _setup_sqlite(engine)
+        return engine
+    connect_args: dict[str, Any] = {}
+    if schema is not None:
+        connect_args["server_settings"] = {"search_path": schema}
+    return create_async_engine(
+        url, echo=echo, pool_size=PG_POOL_SIZE, pool_pre_ping=True, connect_args=connect_args
+    )
+
+
+def _setup_sqlite(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control away from the driver so BEGIN IMMEDIATE is ours to emit.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -1,0 +1,75 @@
+"""Bringing a database to the newest schema with the Alembic migrations shipped here.
+
+``upgrade(url)`` is for synchronous callers (``tavernbot db upgrade``, or before the event loop
+starts); ``await upgrade_engine(engine)`` is for code already inside the loop (``tavernbot
+run``). Both run Alembic on a connection of an async engine through ``run_sync``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from adapters.storage.database import create_engine
+
+HERE = Path(__file__).resolve().parent
+
+
+def alembic_config() -> Config:
+    """The Alembic configuration shipped inside the package."""
+    return Config(str(HERE / "alembic.ini"))
+
+
+def _upgrade_on(connection: Any, revision: str) -> None:
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    command.upgrade(config, revision)
+
+
+async def upgrade_engine(engine: AsyncEngine, revision: str = "head") -> None:
+    """Apply every migration up to ``revision`` on ``engine``'s database."""
+    async with engine.begin() as connection:
+        await connection.run_sync(_upgrade_on, revision)
+
+
+async def current_revision(engine: AsyncEngine) -> str | None:
+    """The revision the database is at (None: never migrated)."""
+
+    def read(connection: Any) -> str | None:
+        return MigrationContext.configure(connection).get_current_revision()
+
+    async with engine.connect() as connection:
+        return await connection.run_sync(read)
+
+
+def head_revision() -> str:
+    """The newest revision shipped."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+async def upgrade_async(url: str, *, schema: str | None = None) -> None:
+    """Open ``url``, migrate it to head, and close it again."""
+    engine = create_engine(url, schema=schema)
+    try:
+        await upgrade_engine(engine)
+    finally:
+        await engine.dispose()
+
+
+def upgrade(url: str, *, schema: str | None = None) -> None:
+    """Synchronous :func:`upgrade_async` for callers outside an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(upgrade_async(url, schema=schema))
+        return
+    raise RuntimeError("upgrade() was called inside an event loop; await upgrade_async() instead")

@@ -1,0 +1,440 @@
+"""Repositories of realms, sessions, branches, floors, pages, messages, links and assets.
+
+Each works inside the unit of work's one ``AsyncSession`` and speaks Core statements, so every
+call is one round trip. Compare-and-set is an ``UPDATE ... WHERE state = expected`` whose row
+count says who won.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from adapters.storage import convert
+from adapters.storage.models import (
+    AssetRow,
+    BranchRow,
+    FloorRow,
+    MessageRow,
+    PageRow,
+    PlatformLinkRow,
+    RealmRow,
+    SessionRow,
+    utcnow,
+)
+from engine.errors import NotFoundError
+from engine.timeline.values import (
+    Asset,
+    AssetKind,
+    Branch,
+    Floor,
+    FloorState,
+    Message,
+    NewMessage,
+    Page,
+    PageContext,
+    PageStatus,
+    PlatformLink,
+    Realm,
+    Session,
+    SessionSettings,
+)
+
+REALM = RealmRow.__table__
+SESSION = SessionRow.__table__
+BRANCH = BranchRow.__table__
+FLOOR = FloorRow.__table__
+PAGE = PageRow.__table__
+MESSAGE = MessageRow.__table__
+LINK = PlatformLinkRow.__table__
+ASSET = AssetRow.__table__
+
+
+class _Repo:
+    def __init__(self, db: AsyncSession) -> None:
+        self._db = db
+
+
+class SqlRealms(_Repo):
+    """Realms."""
+
+    async def get(self, realm_id: int) -> Realm:
+        row = (await self._db.execute(select(REALM).where(REALM.c.id == realm_id))).first()
+        if row is None:
+            raise NotFoundError(f"realm {realm_id} does not exist")
+        return convert.realm(row)
+
+    async def find(self, platform: str, key: str) -> Realm | None:
+        stmt = select(REALM).where(REALM.c.platform == platform, REALM.c.key == key)
+        row = (await self._db.execute(stmt)).first()
+        return None if row is None else convert.realm(row)
+
+    async def add(self, platform: str, key: str) -> Realm:
+        stmt = insert(REALM).values(platform=platform, key=key).returning(*REALM.c)
+        return convert.realm((await self._db.execute(stmt)).one())
+
+
+class SqlSessions(_Repo):
+    """Sessions."""
+
+    async def get(self, session_id: int) -> Session:
+        stmt = select(SESSION).where(SESSION.c.id == session_id)
+        row = (await self._db.execute(stmt)).first()
+        if row is None:
+            raise NotFoundError(f"session {session_id} does not exist")
+        return convert.session(row)
+
+    async def find(self, platform: str, key: str) -> Session | None:
+        stmt = select(SESSION).where(SESSION.c.platform == platform, SESSION.c.key == key)
+        row = (await self._db.execute(stmt)).first()
+        return None if row is None else convert.session(row)
+
+    async def add(
+        self, *, realm_id: int, platform: str, key: str, settings: SessionSettings
+    ) -> Session:
+        stmt = (
+            insert(SESSION)
+            .values(realm_id=realm_id, platform=platform, key=key, settings=settings.to_json())
+            .returning(*SESSION.c)
+        )
+        return convert.session((await self._db.execute(stmt)).one())
+
+    async def update_settings(self, session_id: int, settings: SessionSettings) -> None:
+        stmt = (
+            update(SESSION).where(SESSION.c.id == session_id).values(settings=settings.to_json())
+        )
+        await self._db.execute(stmt)
+
+
+class SqlBranches(_Repo):
+    """Branches."""
+
+    async def get(self, branch_id: int) -> Branch:
+        row = (await self._db.execute(select(BRANCH).where(BRANCH.c.id == branch_id))).first()
+        if row is None:
+            raise NotFoundError(f"branch {branch_id} does not exist")
+        return convert.branch(row)
+
+    async def find(self, session_id: int, name: str) -> Branch | None:
+        stmt = select(BRANCH).where(BRANCH.c.session_id == session_id, BRANCH.c.name == name)
+        row = (await self._db.execute(stmt)).first()
+        return None if row is None else convert.branch(row)
+
+    async def list(self, session_id: int) -> builtins.list[Branch]:
+        stmt = select(BRANCH).where(BRANCH.c.session_id == session_id).order_by(BRANCH.c.id)
+        return [convert.branch(row) for row in await self._db.execute(stmt)]
+
+    async def add(
+        self,
+        *,
+        session_id: int,
+        name: str,
+        parent_id: int | None,
+        fork_floor: int | None,
+        fork_page: int | None,
+    ) -> Branch:
+        stmt = (
+            insert(BRANCH)
+            .values(
+                session_id=session_id,
+                name=name,
+                parent_id=parent_id,
+                fork_floor=fork_floor,
+                fork_page=fork_page,
+            )
+            .returning(*BRANCH.c)
+        )
+        return convert.branch((await self._db.execute(stmt)).one())
+
+    async def lock(self, branch_id: int) -> None:
+        # SQLite leaves FOR UPDATE out; its BEGIN IMMEDIATE already serialises writers.
+        stmt = select(BRANCH.c.id).where(BRANCH.c.id == branch_id).with_for_update()
+        if (await self._db.execute(stmt)).first() is None:
+            raise NotFoundError(f"branch {branch_id} does not exist")
+
+
+class SqlFloors(_Repo):
+    """Floors."""
+
+    async def add(self, *, branch_id: int, seq: int) -> Floor:
+        now = utcnow()
+        stmt = (
+            insert(FLOOR)
+            .values(branch_id=branch_id, seq=seq, state="draft", created_at=now, updated_at=now)
+            .returning(*FLOOR.c)
+        )
+        return convert.floor((await self._db.execute(stmt)).one())
+
+    async def get(self, floor_id: int) -> Floor:
+        row = (await self._db.execute(select(FLOOR).where(FLOOR.c.id == floor_id))).first()
+        if row is None:
+            raise NotFoundError(f"floor {floor_id} does not exist")
+        return convert.floor(row)
+
+    async def latest(self, branch_id: int) -> Floor | None:
+        stmt = (
+            select(FLOOR)
+            .where(FLOOR.c.branch_id == branch_id, FLOOR.c.state != "failed")
+            .order_by(FLOOR.c.seq.desc())
+            .limit(1)
+        )
+        row = (await self._db.execute(stmt)).first()
+        return None if row is None else convert.floor(row)
+
+    async def committed(self, branch_id: int, first: int, last: int | None) -> list[Floor]:
+        stmt = select(FLOOR).where(
+            FLOOR.c.branch_id == branch_id, FLOOR.c.state == "committed", FLOOR.c.seq >= first
+        )
+        if last is not None:
+            stmt = stmt.where(FLOOR.c.seq <= last)
+        stmt = stmt.order_by(FLOOR.c.seq)
+        return [convert.floor(row) for row in await self._db.execute(stmt)]
+
+    async def in_state(self, state: FloorState) -> list[Floor]:
+        stmt = select(FLOOR).where(FLOOR.c.state == state).order_by(FLOOR.c.id)
+        return [convert.floor(row) for row in await self._db.execute(stmt)]
+
+    async def compare_and_set(
+        self, floor_id: int, *, expected: FloorState, state: FloorState, error: str | None = None
+    ) -> bool:
+        values: dict[str, Any] = {"state": state, "updated_at": utcnow()}
+        if error is not None:
+            values["error"] = error
+        stmt = (
+            update(FLOOR).where(FLOOR.c.id == floor_id, FLOOR.c.state == expected).values(**values)
+        )
+        result = await self._db.execute(stmt)
+        return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
+    async def set_active_page(self, floor_id: int, *, expected: int | None, page: int) -> bool:
+        current = (
+            FLOOR.c.active_page.is_(None) if expected is None else FLOOR.c.active_page == expected
+        )
+        stmt = (
+            update(FLOOR)
+            .where(FLOOR.c.id == floor_id, current)
+            .values(active_page=page, updated_at=utcnow())
+        )
+        result = await self._db.execute(stmt)
+        return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
+    async def set_hidden(self, floor_id: int, hidden: bool) -> None:
+        await self._db.execute(update(FLOOR).where(FLOOR.c.id == floor_id).values(hidden=hidden))
+
+
+class SqlPages(_Repo):
+    """Pages."""
+
+    async def add(self, *, floor_id: int, number: int, meta: Mapping[str, Any]) -> Page:
+        stmt = (
+            insert(PAGE)
+            .values(floor_id=floor_id, number=number, status="pending", meta=dict(meta))
+            .returning(*PAGE.c)
+        )
+        return convert.page((await self._db.execute(stmt)).one())
+
+    async def get(self, page_id: int) -> Page:
+        row = (await self._db.execute(select(PAGE).where(PAGE.c.id == page_id))).first()
+        if row is None:
+            raise NotFoundError(f"page {page_id} does not exist")
+        return convert.page(row)
+
+    async def context(self, page_id: int) -> PageContext:
+        cols = [
+            *(c.label(f"p_{c.name}") for c in PAGE.c),
+            *(c.label(f"f_{c.name}") for c in FLOOR.c),
+            *(c.label(f"b_{c.name}") for c in BRANCH.c),
+        ]
+        stmt = (
+            select(*cols)
+            .select_from(
+                PAGE.join(FLOOR, FLOOR.c.id == PAGE.c.floor_id).join(
+                    BRANCH, BRANCH.c.id == FLOOR.c.branch_id
+                )
+            )
+            .where(PAGE.c.id == page_id)
+        )
+        row = (await self._db.execute(stmt)).first()
+        if row is None:
+            raise NotFoundError(f"page {page_id} does not exist")
+        data = row._mapping
+        return PageContext(
+            page=convert.page(_Sub(data, "p_")),  # type: ignore[arg-type]
+            floor=convert.floor(_Sub(data, "f_")),  # type: ignore[arg-type]
+            branch=convert.branch(_Sub(data, "b_")),  # type: ignore[arg-type]
+        )
+
+    async def of_floors(self, floor_ids: Sequence[int]) -> list[Page]:
+        if not floor_ids:
+            return []
+        stmt = (
+            select(PAGE)
+            .where(PAGE.c.floor_id.in_(list(floor_ids)))
+            .order_by(PAGE.c.floor_id, PAGE.c.number)
+        )
+        return [convert.page(row) for row in await self._db.execute(stmt)]
+
+    async def compare_and_set(
+        self,
+        page_id: int,
+        *,
+        expected: PageStatus,
+        status: PageStatus,
+        error: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> bool:
+        values: dict[str, Any] = {"status": status}
+        if error is not None:
+            values["error"] = error
+        if meta is not None:
+            values["meta"] = dict(meta)
+        stmt = update(PAGE).where(PAGE.c.id == page_id, PAGE.c.status == expected).values(**values)
+        result = await self._db.execute(stmt)
+        return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
+    async def set_hidden(self, page_id: int, hidden: bool) -> None:
+        await self._db.execute(update(PAGE).where(PAGE.c.id == page_id).values(hidden=hidden))
+
+
+class _Sub:
+    """Attribute access to the ``prefix``-labelled columns of a joined row."""
+
+    def __init__(self, data: Mapping[str, Any], prefix: str) -> None:
+        self._data = data
+        self._prefix = prefix
+
+    def __getattr__(self, name: str) -> Any:
+        return self._data[self._prefix + name]
+
+
+class SqlMessages(_Repo):
+    """Messages."""
+
+    async def add(
+        self, *, floor_id: int, page_id: int | None, messages: Sequence[NewMessage]
+    ) -> None:
+        if not messages:
+            return
+        owner = MESSAGE.c.page_id.is_(None) if page_id is None else MESSAGE.c.page_id == page_id
+        start = 0
+        if page_id is None:
+            # A page's messages arrive once, at commit; only floor inputs are appended to.
+            stmt = select(func.max(MESSAGE.c.seq)).where(MESSAGE.c.floor_id == floor_id, owner)
+            start = (await self._db.execute(stmt)).scalar() or 0
+        now = utcnow()
+        rows = [
+            {
+                "floor_id": floor_id,
+                "page_id": page_id,
+                "seq": start + index,
+                "role": m.role,
+                "speaker_id": m.speaker_id,
+                "speaker_name": m.speaker_name,
+                "raw": m.raw,
+                "display": m.raw if m.display is None else m.display,
+                "hidden": False,
+                "platform_ref": m.platform_ref,
+                "created_at": now,
+            }
+            for index, m in enumerate(messages, start=1)
+        ]
+        await self._db.execute(insert(MESSAGE), rows)
+
+    async def of_floors(self, floor_ids: Sequence[int]) -> list[Message]:
+        if not floor_ids:
+            return []
+        stmt = (
+            select(MESSAGE)
+            .where(MESSAGE.c.floor_id.in_(list(floor_ids)))
+            .order_by(MESSAGE.c.floor_id, MESSAGE.c.page_id.nulls_first(), MESSAGE.c.seq)
+        )
+        return [convert.message(row) for row in await self._db.execute(stmt)]
+
+    async def hide_by_ref(self, floor_id: int, platform_ref: str) -> int:
+        stmt = (
+            update(MESSAGE)
+            .where(MESSAGE.c.floor_id == floor_id, MESSAGE.c.platform_ref == platform_ref)
+            .values(hidden=True)
+        )
+        result = await self._db.execute(stmt)
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+class SqlLinks(_Repo):
+    """The platform-message map."""
+
+    async def put(self, link: PlatformLink) -> None:
+        where = and_(
+            LINK.c.session_id == link.session_id, LINK.c.platform_ref == link.platform_ref
+        )
+        await self._db.execute(delete(LINK).where(where))
+        await self._db.execute(
+            insert(LINK).values(
+                session_id=link.session_id,
+                platform_ref=link.platform_ref,
+                branch_id=link.branch_id,
+                floor_id=link.floor_id,
+                page_id=link.page_id,
+                role=link.role,
+            )
+        )
+
+    async def get(self, session_id: int, platform_ref: str) -> PlatformLink | None:
+        stmt = select(LINK).where(
+            LINK.c.session_id == session_id, LINK.c.platform_ref == platform_ref
+        )
+        row = (await self._db.execute(stmt)).first()
+        return None if row is None else convert.link(row)
+
+
+class SqlAssets(_Repo):
+    """Assets."""
+
+    async def put(
+        self, *, realm_id: int, kind: AssetKind, name: str, data: Mapping[str, Any]
+    ) -> Asset:
+        now = utcnow()
+        where = and_(ASSET.c.realm_id == realm_id, ASSET.c.kind == kind, ASSET.c.name == name)
+        stmt = update(ASSET).where(where).values(data=dict(data), updated_at=now)
+        stmt = stmt.returning(*ASSET.c)
+        row = (await self._db.execute(stmt)).first()
+        if row is None:
+            insert_stmt = (
+                insert(ASSET)
+                .values(
+                    realm_id=realm_id,
+                    kind=kind,
+                    name=name,
+                    data=dict(data),
+                    created_at=now,
+                    updated_at=now,
+                )
+                .returning(*ASSET.c)
+            )
+            row = (await self._db.execute(insert_stmt)).one()
+        return convert.asset(row)
+
+    async def get(self, realm_id: int, kind: AssetKind, name: str) -> Asset | None:
+        stmt = select(ASSET).where(
+            ASSET.c.realm_id == realm_id, ASSET.c.kind == kind, ASSET.c.name == name
+        )
+        row = (await self._db.execute(stmt)).first()
+        return None if row is None else convert.asset(row)
+
+    async def list(self, realm_id: int, kind: AssetKind | None = None) -> builtins.list[Asset]:
+        stmt = select(ASSET).where(ASSET.c.realm_id == realm_id)
+        if kind is not None:
+            stmt = stmt.where(ASSET.c.kind == kind)
+        stmt = stmt.order_by(ASSET.c.kind, ASSET.c.name)
+        return [convert.asset(row) for row in await self._db.execute(stmt)]
+
+    async def delete(self, realm_id: int, kind: AssetKind, name: str) -> bool:
+        stmt = delete(ASSET).where(
+            ASSET.c.realm_id == realm_id, ASSET.c.kind == kind, ASSET.c.name == name
+        )
+        result = await self._db.execute(stmt)
+        return bool(result.rowcount)  # type: ignore[attr-defined]

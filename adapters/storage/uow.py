@@ -1,0 +1,72 @@
+"""The unit of work: one ``AsyncSession``, one transaction, one task.
+
+``async with storage.unit_of_work() as uow:`` begins a transaction, commits it when the block
+ends normally and rolls it back when the block raises. A uniqueness violation or a lock that
+could not be taken becomes :class:`engine.errors.ConflictError` at this edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from adapters.storage.timeline_repos import (
+    SqlAssets,
+    SqlBranches,
+    SqlFloors,
+    SqlLinks,
+    SqlMessages,
+    SqlPages,
+    SqlRealms,
+    SqlSessions,
+)
+from adapters.storage.variable_repos import SqlVariables
+from engine.errors import ConflictError
+
+_LOCK_WORDS = ("database is locked", "deadlock detected", "could not serialize")
+
+
+class SqlUnitOfWork:
+    """The repositories bound to one open transaction."""
+
+    def __init__(self, db: AsyncSession) -> None:
+        self.db = db
+        self.realms = SqlRealms(db)
+        self.sessions = SqlSessions(db)
+        self.branches = SqlBranches(db)
+        self.floors = SqlFloors(db)
+        self.pages = SqlPages(db)
+        self.messages = SqlMessages(db)
+        self.links = SqlLinks(db)
+        self.assets = SqlAssets(db)
+        self.variables = SqlVariables(db)
+
+
+class SqlStorage:
+    """The storage port over one SQLAlchemy async engine (SQLite or PostgreSQL)."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self._sessions = async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
+
+    @asynccontextmanager
+    async def unit_of_work(self) -> AsyncIterator[SqlUnitOfWork]:
+        """A fresh unit of work; see the module docstring."""
+        try:
+            async with self._sessions() as db, db.begin():
+                yield SqlUnitOfWork(db)
+        except IntegrityError as exc:
+            raise ConflictError(
+                f"storage refused a duplicate or dangling row: {exc.orig}"
+            ) from exc
+        except OperationalError as exc:
+            if any(word in str(exc.orig).lower() for word in _LOCK_WORDS):
+                raise ConflictError(f"storage is busy, try again: {exc.orig}") from exc
+            raise
+
+    async def close(self) -> None:
+        """Close every pooled connection (call once on shutdown)."""
+        await self.engine.dispose()
