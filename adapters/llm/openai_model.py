@@ -181,7 +181,7 @@ class OpenAIChatModel:
                 return _Retryable(error, parse_retry_after(exc.response.headers))
             return error
         if isinstance(exc, openai.APIConnectionError):
-            error = GenerationError(f"could not reach {where}: {exc.message}", retryable=True)
+            error = GenerationError(f"connection to {where} failed: {exc.message}", retryable=True)
             return _Retryable(error, None)
         if isinstance(exc, openai.APIError):
             detail = scrub(exc.message, self._secrets)

@@ -270,7 +270,7 @@ class FakeOpenAIServer:
                 return _error_response(503, "fake server request limit reached")
             response = self._queue.popleft() if self._queue else self.responder(body)
             result = await self._answer(request, body, response)
-            recorded.finished = True
+            recorded.finished = not isinstance(response, FakeHang)
             return result
         except (asyncio.CancelledError, ConnectionResetError):
             recorded.disconnected = True
@@ -283,7 +283,10 @@ class FakeOpenAIServer:
     ) -> web.StreamResponse:
         if isinstance(response, FakeHang):
             await self._hang()
-            raise ConnectionResetError("hang ended without an answer")
+            # The hang limit (or shutdown) passed: drop the connection without an answer.
+            if request.transport is not None:
+                request.transport.abort()
+            return web.Response(status=504)
         if response.latency_s:
             await asyncio.sleep(response.latency_s)
         if isinstance(response, FakeError):
