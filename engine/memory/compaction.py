@@ -1,0 +1,307 @@
+"""Compaction planning: micro summaries into macros, and macros folded into higher tiers.
+
+A scope compacts when its active micros reach ``micro_count_threshold``, or their token
+estimates reach ``micro_token_threshold``, or ``floor_gap_threshold`` floors passed since the
+last macro ended (since the first micro when there is no macro yet). The oldest micros are
+compacted and the newest ``keep_newest`` stay. When a tier holds ``fold_count_threshold``
+active summaries, its oldest ``fold_batch`` fold into one summary of the next tier, so the
+active summary set grows with the logarithm of the story, not linearly.
+
+Coverage has no gaps: a new summary starts right after the previous summary of its tier or
+above ends (absorbing floors that had no micro) and ends at its last source; every source is
+linked from exactly one new summary by ``compacts`` and ``derived_from`` edges and becomes
+``compacted``. A compaction never straddles a fork floor (``barrier_floors``), so a fork keeps
+seeing summaries of its own past.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from engine.memory.errors import MemoryPolicyError
+from engine.memory.plan import Diagnostic, LifecycleChange, MutationPlan, memory_event
+from engine.memory.records import (
+    MACRO_TIER,
+    MAX_SUMMARY_TIER,
+    MICRO_TIER,
+    IdFactory,
+    Lifecycle,
+    MemoryKind,
+    MemoryRecord,
+    MemoryRelation,
+    MemoryScope,
+    MemorySource,
+    Provenance,
+    RelationKind,
+    estimate_tokens,
+    tier_name,
+)
+from engine.memory.sanitize import neutralize
+
+MICRO_COUNT_THRESHOLD = 12
+MICRO_TOKEN_THRESHOLD = 900
+FLOOR_GAP_THRESHOLD = 12
+KEEP_NEWEST_MICROS = 4
+MIN_COMPACTION_SOURCES = 3
+MAX_COMPACTION_SOURCES = 12
+FOLD_COUNT_THRESHOLD = 6
+FOLD_BATCH = 4
+MACRO_IMPORTANCE = 0.65
+MAX_COMPACTED_SUMMARY_CHARS = 1600
+
+
+class CompactionTrigger(StrEnum):
+    """Why a compaction was planned."""
+
+    COUNT = "count"
+    TOKENS = "tokens"
+    FLOOR_GAP = "floor_gap"
+    FOLD = "fold"
+    FORCED = "forced"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionPolicy:
+    """When and how much to compact (defaults after the reference system)."""
+
+    micro_count_threshold: int = MICRO_COUNT_THRESHOLD
+    micro_token_threshold: int = MICRO_TOKEN_THRESHOLD
+    floor_gap_threshold: int = FLOOR_GAP_THRESHOLD
+    keep_newest: int = KEEP_NEWEST_MICROS
+    min_sources: int = MIN_COMPACTION_SOURCES
+    max_sources: int = MAX_COMPACTION_SOURCES
+    fold_count_threshold: int = FOLD_COUNT_THRESHOLD
+    fold_batch: int = FOLD_BATCH
+    max_tier: int = MAX_SUMMARY_TIER
+    importance: float = MACRO_IMPORTANCE
+    max_summary_chars: int = MAX_COMPACTED_SUMMARY_CHARS
+
+    def __post_init__(self) -> None:
+        if self.keep_newest < 0 or self.min_sources < 2 or self.max_sources < self.min_sources:
+            raise MemoryPolicyError("compaction needs keep_newest >= 0, 2 <= min <= max sources")
+        if not 2 <= self.fold_batch <= self.fold_count_threshold:
+            raise MemoryPolicyError("compaction needs 2 <= fold_batch <= fold_count_threshold")
+        if self.max_tier < MACRO_TIER:
+            raise MemoryPolicyError(f"compaction max_tier must be >= {MACRO_TIER}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionTask:
+    """Which summaries of one scope become one new summary of ``tier``."""
+
+    scope: MemoryScope
+    scope_id: str
+    tier: int
+    trigger: CompactionTrigger
+    sources: tuple[MemoryRecord, ...]
+    coverage_start: int
+    coverage_end: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionRequest:
+    """What the summariser is asked to condense (texts oldest first)."""
+
+    tier: int
+    texts: tuple[str, ...]
+    coverage_start: int
+    coverage_end: int
+
+
+Summariser = Callable[[CompactionRequest], Awaitable[str]]
+"""The model call (the memory slot) that writes the new summary; injected."""
+
+
+def _order(record: MemoryRecord) -> tuple[int, int, str]:
+    start = record.coverage_start if record.coverage_start is not None else record.created_floor
+    end = record.coverage_end if record.coverage_end is not None else start
+    return (end, start, record.id)
+
+
+def _cut_at_barrier(sources: list[MemoryRecord], barriers: Sequence[int]) -> list[MemoryRecord]:
+    for barrier in sorted(barriers):
+        before = [s for s in sources if _order(s)[0] <= barrier]
+        if before and len(before) < len(sources):
+            return before
+    return sources
+
+
+def plan_compaction(
+    summaries: Sequence[MemoryRecord],
+    *,
+    head_floor: int,
+    policy: CompactionPolicy | None = None,
+    force: bool = False,
+    barrier_floors: Sequence[int] = (),
+) -> CompactionTask | None:
+    """The next compaction for one scope's summaries, or None when nothing is due.
+
+    ``summaries`` are the scope's summaries (one scope and scope id); only active ones count.
+    ``head_floor`` is the newest floor of the branch; ``barrier_floors`` the floors that child
+    branches fork after.
+    """
+    policy = policy or CompactionPolicy()
+    active = sorted(
+        (
+            s
+            for s in summaries
+            if s.kind is MemoryKind.SUMMARY
+            and s.lifecycle is Lifecycle.ACTIVE
+            and s.tier is not None
+        ),
+        key=_order,
+    )
+    micros = [s for s in active if s.tier == MICRO_TIER]
+    higher_end = max(
+        (_order(s)[0] for s in active if s.tier is not None and s.tier >= MACRO_TIER), default=None
+    )
+    trigger: CompactionTrigger | None = None
+    if micros:
+        since = higher_end if higher_end is not None else _order(micros[0])[1] - 1
+        if len(micros) >= policy.micro_count_threshold:
+            trigger = CompactionTrigger.COUNT
+        elif sum(m.token_estimate for m in micros) >= policy.micro_token_threshold:
+            trigger = CompactionTrigger.TOKENS
+        elif head_floor - since >= policy.floor_gap_threshold:
+            trigger = CompactionTrigger.FLOOR_GAP
+        elif force:
+            trigger = CompactionTrigger.FORCED
+    if trigger is not None:
+        take = min(len(micros) - policy.keep_newest, policy.max_sources)
+        sources = _cut_at_barrier(micros[: max(take, 0)], barrier_floors)
+        if len(sources) >= policy.min_sources:
+            return _task(sources, active, MACRO_TIER, trigger)
+    for tier in range(MACRO_TIER, policy.max_tier):
+        level = [s for s in active if s.tier == tier]
+        if len(level) >= policy.fold_count_threshold:
+            sources = _cut_at_barrier(level[: policy.fold_batch], barrier_floors)
+            if len(sources) >= 2:
+                return _task(sources, active, tier + 1, CompactionTrigger.FOLD)
+    return None
+
+
+def _task(
+    sources: list[MemoryRecord], active: list[MemoryRecord], tier: int, trigger: CompactionTrigger
+) -> CompactionTask:
+    start, end = _order(sources[0])[1], _order(sources[-1])[0]
+    source_ids = {s.id for s in sources}
+    previous = [
+        _order(s)[0]
+        for s in active
+        if s.id not in source_ids
+        and s.tier is not None
+        and s.tier >= tier
+        and _order(s)[0] < start
+    ]
+    if previous:
+        start = max(previous) + 1  # absorb floors that had no micro: coverage stays contiguous
+    first = sources[0]
+    return CompactionTask(
+        scope=first.scope,
+        scope_id=first.scope_id,
+        tier=tier,
+        trigger=trigger,
+        sources=tuple(sources),
+        coverage_start=start,
+        coverage_end=end,
+    )
+
+
+async def run_compaction(
+    task: CompactionTask,
+    *,
+    summariser: Summariser,
+    now: datetime,
+    head_floor: int,
+    new_id: IdFactory,
+    policy: CompactionPolicy | None = None,
+    job_id: str | None = None,
+) -> MutationPlan:
+    """Ask the summariser for the new summary and plan the compaction.
+
+    An empty answer falls back to the sources joined and cut to ``max_summary_chars``; an
+    error from the summariser propagates so that the job machinery retries it.
+    """
+    policy = policy or CompactionPolicy()
+    request = CompactionRequest(
+        tier=task.tier,
+        texts=tuple(s.text for s in task.sources),
+        coverage_start=task.coverage_start,
+        coverage_end=task.coverage_end,
+    )
+    answer = (await summariser(request)).strip()
+    notes: list[Diagnostic] = []
+    if not answer:
+        notes.append(
+            Diagnostic(
+                code="empty_summary",
+                message="summariser returned nothing; the sources were joined instead",
+            )
+        )
+        answer = " ".join(request.texts)
+    if len(answer) > policy.max_summary_chars:
+        notes.append(
+            Diagnostic(
+                code="truncated", message=f"summary cut to {policy.max_summary_chars} characters"
+            )
+        )
+        answer = answer[: policy.max_summary_chars].rstrip()
+    clean = neutralize(answer)
+    last = task.sources[-1]
+    summary = MemoryRecord(
+        id=new_id(),
+        kind=MemoryKind.SUMMARY,
+        scope=task.scope,
+        scope_id=task.scope_id,
+        realm_id=last.realm_id,
+        session_id=last.session_id,
+        origin_branch=last.origin_branch,
+        text=clean.text,
+        tier=task.tier,
+        importance=policy.importance,
+        provenance=Provenance(source=MemorySource.COMPACTION, floor_no=head_floor, job_id=job_id),
+        created_at=now,
+        updated_at=now,
+        created_floor=task.coverage_end,
+        coverage_start=task.coverage_start,
+        coverage_end=task.coverage_end,
+        token_estimate=estimate_tokens(clean.text),
+        flags=("untrusted", *clean.reasons) if clean.flagged else (),
+    )
+    changes = tuple(
+        LifecycleChange(
+            record_id=s.id,
+            expected=Lifecycle.ACTIVE,
+            new=Lifecycle.COMPACTED,
+            at=now,
+            ended_branch=s.origin_branch,
+            ended_floor=head_floor,
+            reason=f"compacted into {summary.id}",
+        )
+        for s in task.sources
+    )
+    relations = tuple(
+        MemoryRelation(
+            source_id=summary.id, target_id=s.id, kind=kind, created_at=now, floor_no=head_floor
+        )
+        for s in task.sources
+        for kind in (RelationKind.COMPACTS, RelationKind.DERIVED_FROM)
+    )
+    event = memory_event(
+        "compacted",
+        summary_id=summary.id,
+        tier=tier_name(task.tier),
+        trigger=task.trigger.value,
+        sources=[s.id for s in task.sources],
+        coverage=[task.coverage_start, task.coverage_end],
+    )
+    return MutationPlan(
+        new_records=(summary,),
+        changes=changes,
+        relations=relations,
+        diagnostics=tuple(notes),
+        events=(event,),
+    )

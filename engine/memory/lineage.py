@@ -1,0 +1,137 @@
+"""What a branch can see: scope rules plus the fork lineage.
+
+A branch records its parent and the floor it forks after. A viewer on a fork sees the parent's
+records written up to and including the fork floor (and, recursively, the grandparent's up to
+the parent's fork floor), plus its own; nothing written later on the parent. Records that left
+``active`` stay visible to a viewer whose lineage does not contain the point where they ended,
+and a record is superseded for a viewer as soon as an ``updates``/``compacts``/``resolves``
+relation from a record that viewer can see points at it.
+
+Scope rules: ``global`` records are visible in their whole realm, with no lineage filter (like
+global variables); ``chat`` and ``branch`` records must have been written on the viewer's
+lineage (``branch`` also needs its scope branch on the lineage); ``floor`` records are visible
+only on the floor they belong to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from engine.memory.records import (
+    Lifecycle,
+    MemoryRecord,
+    MemoryRelation,
+    MemoryScope,
+    RelationKind,
+    floor_scope_id,
+)
+
+_SUPERSEDING = frozenset({RelationKind.UPDATES, RelationKind.COMPACTS, RelationKind.RESOLVES})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LineageSegment:
+    """One branch of a lineage and the last floor of it that is visible (None: all of it)."""
+
+    branch_id: str
+    until_floor: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Viewpoint:
+    """Who is looking: realm, session, the current branch and floor, and the branch's lineage.
+
+    ``lineage`` starts with the current branch (``until_floor`` None) and walks up through the
+    parents, each with the floor the child forked after.
+    """
+
+    realm_id: str
+    session_id: str
+    branch_id: str
+    floor_no: int
+    lineage: tuple[LineageSegment, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.lineage:
+            object.__setattr__(self, "lineage", (LineageSegment(branch_id=self.branch_id),))
+
+    def sees_point(self, branch_id: str | None, floor_no: int | None) -> bool:
+        """Whether a point on the timeline (branch, floor) lies on this viewer's lineage."""
+        if branch_id is None:
+            return True
+        for segment in self.lineage:
+            if segment.branch_id == branch_id:
+                if segment.until_floor is None or floor_no is None:
+                    return True
+                return floor_no <= segment.until_floor
+        return False
+
+    @property
+    def branch_ids(self) -> tuple[str, ...]:
+        """The branches on the lineage, current first."""
+        return tuple(segment.branch_id for segment in self.lineage)
+
+
+def in_scope(record: MemoryRecord, view: Viewpoint) -> bool:
+    """The scope rule plus the lineage rule for where ``record`` was written."""
+    if record.realm_id != view.realm_id:
+        return False
+    if record.scope is MemoryScope.GLOBAL:
+        return record.scope_id == view.realm_id
+    if record.session_id != view.session_id:
+        return False
+    if record.scope is MemoryScope.FLOOR:
+        return record.scope_id == floor_scope_id(view.branch_id, view.floor_no)
+    if record.scope is MemoryScope.BRANCH and record.scope_id not in view.branch_ids:
+        return False
+    return view.sees_point(record.origin_branch, record.created_floor)
+
+
+def live_for(record: MemoryRecord, view: Viewpoint) -> bool:
+    """Whether the record is still active as far as this viewer knows (ignoring relations)."""
+    if record.lifecycle is Lifecycle.ACTIVE:
+        return True
+    if record.ended_branch is None:
+        return False  # ended with no known point: ended everywhere
+    return not view.sees_point(record.ended_branch, record.ended_floor)
+
+
+def visible_records(
+    records: Iterable[MemoryRecord],
+    relations: Iterable[MemoryRelation],
+    view: Viewpoint,
+) -> list[MemoryRecord]:
+    """The records a viewer can use: in scope, live, and not superseded by a visible record.
+
+    The result keeps the input order.
+    """
+    in_view = [record for record in records if in_scope(record, view)]
+    seen_ids = {record.id for record in in_view}
+    superseded = {
+        relation.target_id
+        for relation in relations
+        if relation.kind in _SUPERSEDING and relation.source_id in seen_ids
+    }
+    return [r for r in in_view if live_for(r, view) and r.id not in superseded]
+
+
+def superseded_ids(
+    relations: Sequence[MemoryRelation], visible_ids: Iterable[str]
+) -> frozenset[str]:
+    """Targets of superseding relations whose source is among ``visible_ids``."""
+    sources = set(visible_ids)
+    return frozenset(
+        r.target_id for r in relations if r.kind in _SUPERSEDING and r.source_id in sources
+    )
+
+
+def scope_id_for(scope: MemoryScope, view: Viewpoint) -> str:
+    """The scope id a new record written by this viewer gets for ``scope``."""
+    if scope is MemoryScope.GLOBAL:
+        return view.realm_id
+    if scope is MemoryScope.CHAT:
+        return view.session_id
+    if scope is MemoryScope.BRANCH:
+        return view.branch_id
+    return floor_scope_id(view.branch_id, view.floor_no)
