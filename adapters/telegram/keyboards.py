@@ -1,0 +1,70 @@
+"""Inline keyboards: the swipe row under the latest reply and the branch list.
+
+Callback data carries the action and the branch (at most 64 bytes, Telegram's limit), so a press
+works even after a restart, when the adapter no longer remembers which message shows what.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aiogram.filters.callback_data import CallbackData
+from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
+
+from adapters.telegram.config import CALLBACK_DATA_LIMIT
+from engine.turns.api import BranchInfo
+
+PREV, NEXT, REGEN, COUNT = "prev", "next", "regen", "count"
+BRANCHES_SHOWN = 20
+"""How many branches ``/branches`` offers as buttons."""
+
+
+class SwipeData(CallbackData, prefix="sw"):
+    """A press on the swipe row: ``action`` (prev, next, regen, count) on ``branch``."""
+
+    action: str
+    branch: str
+
+
+class BranchData(CallbackData, prefix="br"):
+    """A press on the branch list: switch to ``branch``."""
+
+    branch: str
+
+
+def _packed(data: CallbackData) -> str:
+    packed = data.pack()
+    if len(packed.encode()) > CALLBACK_DATA_LIMIT:
+        raise ValueError(f"callback data over {CALLBACK_DATA_LIMIT} bytes: {packed!r}")
+    return packed
+
+
+def swipe_keyboard(branch: str, page: int, pages: int) -> InlineKeyboardMarkup:
+    """◀️ ``page/pages`` ▶️ 🔄 for the latest reply of ``branch``."""
+    row = [
+        InlineKeyboardButton(
+            text="◀️", callback_data=_packed(SwipeData(action=PREV, branch=branch))
+        ),
+        InlineKeyboardButton(
+            text=f"{page}/{pages}", callback_data=_packed(SwipeData(action=COUNT, branch=branch))
+        ),
+        InlineKeyboardButton(
+            text="▶️", callback_data=_packed(SwipeData(action=NEXT, branch=branch))
+        ),
+        InlineKeyboardButton(
+            text="🔄", callback_data=_packed(SwipeData(action=REGEN, branch=branch))
+        ),
+    ]
+    return InlineKeyboardMarkup(inline_keyboard=[row])
+
+
+def branches_keyboard(branches: Sequence[BranchInfo], current: str) -> InlineKeyboardMarkup:
+    """One button per branch (the current one marked) to switch to it."""
+    rows = []
+    for info in list(branches)[:BRANCHES_SHOWN]:
+        mark = "✅ " if info.name == current else ""
+        label = f"{mark}{info.name} ({info.floors} floors)"
+        rows.append(
+            [InlineKeyboardButton(text=label, callback_data=_packed(BranchData(branch=info.name)))]
+        )
+    return InlineKeyboardMarkup(inline_keyboard=rows)

@@ -1,0 +1,93 @@
+"""Dispatcher middlewares: per-chat ordering, redelivery guard and the private-chat allow-list.
+
+:class:`OrderMiddleware` wraps every update: it drops an update id seen before, holds the chat's
+lock while the update is handled (so one chat's updates run one at a time, in delivery order),
+remembers the highest update id handled and counts updates in flight so shutdown can drain them.
+:class:`AllowListMiddleware` refuses private chats of users not in the configured list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiogram import BaseMiddleware
+from aiogram.types import CallbackQuery, Chat, Message, TelegramObject, Update, User
+
+from adapters.telegram.state import ChatState
+
+log = logging.getLogger("tavernbot.telegram.middlewares")
+Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
+
+
+def _chat_of(update: Update) -> Chat | None:
+    if update.message is not None:
+        return update.message.chat
+    if update.edited_message is not None:
+        return update.edited_message.chat
+    if update.callback_query is not None and update.callback_query.message is not None:
+        return update.callback_query.message.chat
+    if update.message_reaction is not None:
+        return update.message_reaction.chat
+    return None
+
+
+class OrderMiddleware(BaseMiddleware):
+    """Serialises each chat's updates and tracks what is in flight (see the module docstring)."""
+
+    def __init__(self, state: ChatState) -> None:
+        self.state = state
+        self.last_update_id: int | None = None
+        self.in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        if not isinstance(event, Update):
+            return await handler(event, data)
+        if not self.state.first_sight(event.update_id):
+            log.info("update %s delivered again; dropped", event.update_id)
+            return None
+        if self.last_update_id is None or event.update_id > self.last_update_id:
+            self.last_update_id = event.update_id
+        self.in_flight += 1
+        self._idle.clear()
+        try:
+            chat = _chat_of(event)
+            if chat is None:
+                return await handler(event, data)
+            async with self.state.ordered(chat.id):
+                return await handler(event, data)
+        finally:
+            self.in_flight -= 1
+            if self.in_flight == 0:
+                self._idle.set()
+
+    async def drained(self) -> None:
+        """Wait until no update is being handled."""
+        await self._idle.wait()
+
+
+class AllowListMiddleware(BaseMiddleware):
+    """Refuse private chats with users outside ``allowed`` (an empty set allows everyone)."""
+
+    def __init__(self, allowed: frozenset[int]) -> None:
+        self.allowed = allowed
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        user: User | None = data.get("event_from_user")
+        chat: Chat | None = data.get("event_chat")
+        if (
+            self.allowed
+            and chat is not None
+            and chat.type == "private"
+            and (user is None or user.id not in self.allowed)
+        ):
+            if isinstance(event, Message):
+                await event.answer("Sorry, this bot only plays with the people it was set up for.")
+            elif isinstance(event, CallbackQuery):
+                await event.answer("Not allowed.", show_alert=True)
+            return None
+        return await handler(event, data)

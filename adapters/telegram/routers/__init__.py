@@ -1,0 +1,19 @@
+"""The routers of the Telegram front end, built per runner (a Router joins one Dispatcher)."""
+
+from __future__ import annotations
+
+from aiogram import Router
+
+from adapters.telegram.app import Frontend
+from adapters.telegram.routers import callbacks, commands, documents, messages, reactions
+
+
+def build_routers(frontend: Frontend) -> list[Router]:
+    """Commands first, then buttons, reactions, documents and plain messages."""
+    return [
+        commands.build(frontend),
+        callbacks.build(frontend),
+        reactions.build(frontend),
+        documents.build(frontend),
+        messages.build(frontend),
+    ]

@@ -1,0 +1,106 @@
+"""Inline buttons: ◀️ ▶️ swipe, 🔄 regenerates, the page counter, and branch switching.
+
+▶️ on the last page regenerates, as in SillyTavern. The page counter of the pressed keyboard
+tells which page the message shows, so buttons keep working after a restart.
+"""
+
+from __future__ import annotations
+
+from aiogram import Bot, Router
+from aiogram.types import CallbackQuery, InaccessibleMessage, Message
+
+from adapters.telegram.app import Frontend
+from adapters.telegram.context import Where
+from adapters.telegram.convert import session_key
+from adapters.telegram.keyboards import COUNT, NEXT, PREV, REGEN, BranchData, SwipeData
+from adapters.telegram.sender import Place
+from engine.errors import EngineError
+
+
+def _page_counter(message: Message) -> tuple[int, int] | None:
+    """The ``n/m`` shown on the message's keyboard, if any."""
+    markup = message.reply_markup
+    if markup is None:
+        return None
+    for row in markup.inline_keyboard:
+        for button in row:
+            left, _, right = button.text.partition("/")
+            if left.isdigit() and right.isdigit():
+                return int(left), int(right)
+    return None
+
+
+def build(frontend: Frontend) -> Router:
+    """The router for inline keyboard presses."""
+    router = Router(name="telegram-callbacks")
+
+    async def where_of(message: Message, branch: str) -> Where | None:
+        info = await frontend.resolver.session(message.chat)
+        if info is None:
+            return None
+        thread = message.message_thread_id if message.is_topic_message else None
+        place = Place(
+            chat_id=message.chat.id, thread_id=thread, private=message.chat.type == "private"
+        )
+        return Where(
+            key=session_key(message.chat),
+            branch=branch,
+            place=place,
+            private=place.private,
+            info=info,
+        )
+
+    @router.callback_query(SwipeData.filter())
+    async def on_swipe(query: CallbackQuery, callback_data: SwipeData, bot: Bot) -> None:
+        message = query.message
+        if message is None or isinstance(message, InaccessibleMessage):
+            await query.answer("That message is too old.", show_alert=True)
+            return
+        where = await where_of(message, callback_data.branch)
+        if where is None:
+            await query.answer("This chat has no session.", show_alert=True)
+            return
+        counter = _page_counter(message)
+        if callback_data.action == COUNT:
+            shown = f"Page {counter[0]} of {counter[1]}." if counter else "One page."
+            await query.answer(shown)
+            return
+        await query.answer()
+        try:
+            at_last = counter is not None and counter[0] >= counter[1]
+            if callback_data.action == REGEN or (callback_data.action == NEXT and at_last):
+                await frontend.turns.regenerate(bot, where, shown_at=[message.message_id])
+            elif callback_data.action in (PREV, NEXT):
+                step = -1 if callback_data.action == PREV else 1
+                await frontend.turns.swipe(bot, where, step, shown_at=[message.message_id])
+        except EngineError as exc:
+            await bot.send_message(
+                message.chat.id,
+                f"⚠️ {exc}",
+                message_thread_id=where.place.thread_id,
+                parse_mode=None,
+            )
+
+    @router.callback_query(BranchData.filter())
+    async def on_branch(query: CallbackQuery, callback_data: BranchData, bot: Bot) -> None:
+        message = query.message
+        if message is None or isinstance(message, InaccessibleMessage):
+            await query.answer("That message is too old.", show_alert=True)
+            return
+        where = await where_of(message, callback_data.branch)
+        if where is None or not where.private:
+            await query.answer("Branches switch in private chats only.", show_alert=True)
+            return
+        await frontend.state.switch_branch(where.key, callback_data.branch)
+        await query.answer(f"Now on branch {callback_data.branch}.")
+        history = await frontend.service.history(where.key, callback_data.branch, limit=1)
+        if history:
+            await frontend.turns.show(bot, where, history[-1])
+        else:
+            await bot.send_message(
+                message.chat.id,
+                f"Branch {callback_data.branch} is empty: write to begin it.",
+                parse_mode=None,
+            )
+
+    return router

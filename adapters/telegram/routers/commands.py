@@ -1,0 +1,340 @@
+"""Slash commands: sessions, variables, assets, swipes, branches, export, previews.
+
+Reads are open to every member; in groups, commands that change the session (binding,
+variables, reset, branching) need admin rights. Answers go to the chat (in a topic, to the
+topic) as escaped plain text, split at Telegram's limit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, cast, get_args
+
+from aiogram import Bot, Router
+from aiogram.filters import Command, CommandObject, CommandStart
+from aiogram.types import (
+    BotCommand,
+    BotCommandScopeAllChatAdministrators,
+    BotCommandScopeAllGroupChats,
+    BotCommandScopeAllPrivateChats,
+    BufferedInputFile,
+    Message,
+)
+
+from adapters.telegram.app import Frontend
+from adapters.telegram.config import VALUE_SHOWN_CHARS, VARS_SHOWN
+from adapters.telegram.context import Where
+from adapters.telegram.convert import session_key
+from adapters.telegram.keyboards import branches_keyboard
+from adapters.telegram.sender import Place, send_plain
+from engine.errors import EngineError
+from engine.turns.api import MAIN_BRANCH, Scope
+
+SCOPES: tuple[str, ...] = get_args(Scope)
+DRYRUN_PREVIEW_CHARS = 200
+"""How much of each prompt message ``/dryrun`` shows."""
+
+COMMANDS: dict[str, str] = {
+    "start": "Start or bind the role-play session",
+    "vars": "Show variables: /vars [page|floor|branch|chat|global]",
+    "getvar": "Show one variable: /getvar name",
+    "setvar": "Set a variable: /setvar name value [scope]",
+    "delvar": "Delete a variable: /delvar name [scope]",
+    "character": "Show the character (send a card file to change it)",
+    "preset": "Show the preset (send a preset file to change it)",
+    "worldbook": "Show the world books (send one as a file to add it)",
+    "persona": "Show who you are in the story",
+    "memory": "Show what the story remembers",
+    "regen": "Regenerate the latest reply",
+    "branch": "Reply to a message with /branch to fork the story there",
+    "branches": "List branches and switch between them",
+    "reset": "Start the story over",
+    "export": "Export this branch as SillyTavern JSONL",
+    "preview": "Evaluate macros: /preview text",
+    "dryrun": "Show the prompt a message would get: /dryrun text",
+}
+WRITES = frozenset({"start", "setvar", "delvar", "reset", "branch"})
+GROUP_READS = (
+    "vars",
+    "getvar",
+    "character",
+    "preset",
+    "worldbook",
+    "persona",
+    "memory",
+    "regen",
+    "branches",
+    "export",
+    "preview",
+    "dryrun",
+)
+
+
+def command_scopes() -> list[tuple[list[BotCommand], Any]]:
+    """The command lists for setMyCommands: everything in private chats and for group admins,
+    reading and playing commands for other group members."""
+    every = [BotCommand(command=name, description=text) for name, text in COMMANDS.items()]
+    group = [c for c in every if c.command in GROUP_READS]
+    return [
+        (every, BotCommandScopeAllPrivateChats()),
+        (group, BotCommandScopeAllGroupChats()),
+        (every, BotCommandScopeAllChatAdministrators()),
+    ]
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+    return text if len(text) <= VALUE_SHOWN_CHARS else text[:VALUE_SHOWN_CHARS] + "…"
+
+
+def build(frontend: Frontend) -> Router:
+    """The router for every command in :data:`COMMANDS`."""
+    router = Router(name="telegram-commands")
+    service = frontend.service
+
+    async def reply(message: Message, bot: Bot, text: str, **kw: Any) -> None:
+        where_thread = message.message_thread_id if message.is_topic_message else None
+        place = Place(
+            chat_id=message.chat.id, thread_id=where_thread, private=message.chat.type == "private"
+        )
+        await send_plain(bot, place, text, **kw)
+
+    Handler = Callable[[Message, Bot, Where, CommandObject], Awaitable[None]]
+
+    def command(name: str) -> Callable[[Handler], Handler]:
+        """Register a handler that runs in a playable session, with the write check."""
+
+        def register(handler: Handler) -> Handler:
+            async def run(message: Message, bot: Bot, command: CommandObject) -> None:
+                user = message.from_user
+                if name in WRITES and not await frontend.may_write(
+                    bot, message.chat, user.id if user else None
+                ):
+                    await reply(message, bot, f"Only group admins can use /{name} here.")
+                    return
+                where = await frontend.resolver.where(message, reply=False)
+                if where.info is None:
+                    await reply(
+                        message, bot, "This group has no session yet: an admin can /start it."
+                    )
+                    return
+                try:
+                    await handler(message, bot, where, command)
+                except EngineError as exc:
+                    await reply(message, bot, f"⚠️ {exc}")
+
+            router.message(Command(name))(run)
+            return handler
+
+        return register
+
+    @router.message(CommandStart())
+    async def start(message: Message, bot: Bot) -> None:
+        user = message.from_user
+        if not await frontend.may_write(bot, message.chat, user.id if user else None):
+            await reply(message, bot, "Only group admins can start a session here.")
+            return
+        info = await service.open_session(session_key(message.chat))
+        who = info.character or "the default character"
+        await reply(
+            message,
+            bot,
+            f"Session ready: you are playing with {who}. Write to start the story; send a "
+            "character card (PNG or JSON) as a file to change the character. /vars, /branches "
+            "and the buttons under each reply let you look around.",
+        )
+
+    @command("vars")
+    async def vars_(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        scope = (cmd.args or "").strip().lower() or None
+        if scope is not None and scope not in SCOPES:
+            await reply(message, bot, f"Unknown scope {scope!r}; use one of {', '.join(SCOPES)}.")
+            return
+        values = await service.variables(where.key, where.branch, cast(Scope | None, scope))
+        title = f"{scope} scope" if scope else "merged view"
+        if not values:
+            await reply(message, bot, f"No variables ({title}, branch {where.branch}).")
+            return
+        lines = [f"{name} = {_shown(values[name])}" for name in sorted(values)[:VARS_SHOWN]]
+        more = len(values) - VARS_SHOWN
+        if more > 0:
+            lines.append(f"… and {more} more")
+        await reply(
+            message, bot, f"Variables ({title}, branch {where.branch}):\n" + "\n".join(lines)
+        )
+
+    @command("getvar")
+    async def getvar(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        name = (cmd.args or "").strip()
+        if not name:
+            await reply(message, bot, "Usage: /getvar name")
+            return
+        values = await service.variables(where.key, where.branch)
+        if name not in values:
+            await reply(message, bot, f"{name} is not set on branch {where.branch}.")
+            return
+        history = await service.variable_history(where.key, where.branch, name)
+        lines = [f"{name} = {_shown(values[name])}"]
+        for write in history[-5:]:
+            at = f" (floor {write.floor}, page {write.page})" if write.floor else ""
+            lines.append(f"  {write.scope}: {_shown(write.value)}{at}")
+        await reply(message, bot, "\n".join(lines))
+
+    @command("setvar")
+    async def setvar(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        tokens = (cmd.args or "").split()
+        if len(tokens) < 2:
+            await reply(message, bot, "Usage: /setvar name value [scope]")
+            return
+        scope = "chat"
+        if len(tokens) >= 3 and tokens[-1].lower() in SCOPES:
+            scope = tokens.pop().lower()
+        name, value = tokens[0], _value(" ".join(tokens[1:]))
+        await service.set_variable(where.key, where.branch, name, value, cast(Scope, scope))
+        await reply(message, bot, f"Set {name} = {_shown(value)} ({scope} scope).")
+
+    @command("delvar")
+    async def delvar(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        tokens = (cmd.args or "").split()
+        if not tokens or len(tokens) > 2 or (len(tokens) == 2 and tokens[1] not in SCOPES):
+            await reply(message, bot, "Usage: /delvar name [scope]")
+            return
+        scope = tokens[1] if len(tokens) == 2 else "chat"
+        await service.delete_variable(where.key, where.branch, tokens[0], cast(Scope, scope))
+        await reply(message, bot, f"Deleted {tokens[0]} ({scope} scope).")
+
+    @command("character")
+    async def character(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        info = await service.session_info(where.key)
+        await reply(
+            message,
+            bot,
+            f"Character: {info.character or 'the default character'}.\n"
+            "Send a card (PNG or JSON) as a file to change it.",
+        )
+
+    @command("preset")
+    async def preset(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        info = await service.session_info(where.key)
+        await reply(
+            message,
+            bot,
+            f"Preset: {info.preset or 'none (built-in prompt)'}; prompt "
+            f"mode {info.prompt_mode}.\nSend a preset JSON as a file to change it.",
+        )
+
+    @command("worldbook")
+    async def worldbook(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        info = await service.session_info(where.key)
+        books = ", ".join(info.worldbooks) or "none"
+        await reply(
+            message, bot, f"World books: {books}.\nSend a world book JSON as a file to add it."
+        )
+
+    @command("persona")
+    async def persona(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        name = message.from_user.full_name if message.from_user else "you"
+        await reply(
+            message,
+            bot,
+            f"You play as {name} ({{{{user}}}}). Setting a persona "
+            "description is not available yet.",
+        )
+
+    @command("memory")
+    async def memory(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        await reply(message, bot, "Memory inspection is not available yet on Telegram.")
+
+    @command("regen")
+    async def regen(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        await frontend.turns.regenerate(bot, where)
+
+    @command("branch")
+    async def branch(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        if not where.private:
+            await reply(message, bot, "In groups, open a forum topic to branch the story.")
+            return
+        target = message.reply_to_message
+        source, after = where.branch, None
+        if target is not None:
+            ref = await service.resolve_message(where.key, str(target.message_id))
+            if ref is None:
+                await reply(message, bot, "That message is not part of the story.")
+                return
+            source, after = ref.branch, ref.floor
+        info = await service.session_info(where.key)
+        name = f"b{len(info.branches) + 1}"
+        created = await service.fork(where.key, source, after_floor=after, name=name)
+        await frontend.state.switch_branch(where.key, created.name)
+        at = f"after floor {created.fork_floor}" if created.fork_floor is not None else "here"
+        await reply(
+            message,
+            bot,
+            f"Branched {at}: now on branch {created.name} (from "
+            f"{source}). /branches switches back.",
+        )
+
+    @command("branches")
+    async def branches(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        info = await service.session_info(where.key)
+        if not where.private:
+            names = ", ".join(b.name for b in info.branches)
+            await reply(message, bot, f"Branches (one per forum topic): {names}.")
+            return
+        await reply(
+            message,
+            bot,
+            f"Branches (now on {where.branch}); tap one to switch:",
+            markup=branches_keyboard(info.branches, where.branch),
+        )
+
+    @command("reset")
+    async def reset(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        await service.reset(where.key)
+        frontend.state.forget(where.key)
+        if where.private:
+            await frontend.state.switch_branch(where.key, MAIN_BRANCH)
+        await reply(message, bot, "The story starts over (the old one stays in the export).")
+
+    @command("export")
+    async def export(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        data = await service.export_chat(where.key, where.branch)
+        name = f"chat-{message.chat.id}-{where.branch}.jsonl"
+        await bot.send_document(
+            message.chat.id,
+            BufferedInputFile(data, filename=name),
+            caption=f"Branch {where.branch} as SillyTavern JSONL.",
+            message_thread_id=where.place.thread_id,
+        )
+
+    @command("preview")
+    async def preview(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        if not cmd.args:
+            await reply(message, bot, "Usage: /preview text with {{macros}}")
+            return
+        await reply(message, bot, await service.preview(where.key, where.branch, cmd.args))
+
+    @command("dryrun")
+    async def dryrun(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        result = await service.dry_run(where.key, where.branch, cmd.args or "")
+        messages = list(result.get("messages") or [])
+        lines = [f"Prompt for this message: {len(messages)} messages"]
+        for item in messages:
+            content = str(item.get("content", ""))
+            if len(content) > DRYRUN_PREVIEW_CHARS:
+                content = content[:DRYRUN_PREVIEW_CHARS] + "…"
+            lines.append(f"[{item.get('role', '?')}] {content}")
+        for key in ("budget", "tokens", "warnings"):
+            if key in result:
+                lines.append(f"{key}: {_shown(result[key])}")
+        await reply(message, bot, "\n".join(lines))
+
+    return router

@@ -1,0 +1,50 @@
+"""Reactions: 🔄 or 👎 on the latest reply of a branch regenerates it.
+
+Telegram delivers ``message_reaction`` updates only to bots that ask for them (aiogram asks
+because this router handles them) and, in groups, only to admin bots.
+"""
+
+from __future__ import annotations
+
+from aiogram import Bot, Router
+from aiogram.types import MessageReactionUpdated, ReactionTypeEmoji
+
+from adapters.telegram.app import Frontend
+from adapters.telegram.context import Where
+from adapters.telegram.convert import session_key, thread_of_branch
+from adapters.telegram.sender import Place
+
+REGENERATE_EMOJI = frozenset({"🔄", "👎"})
+
+
+def _emoji(reactions: list[object]) -> set[str]:
+    return {r.emoji for r in reactions if isinstance(r, ReactionTypeEmoji)}
+
+
+def build(frontend: Frontend) -> Router:
+    """The router for reactions."""
+    router = Router(name="telegram-reactions")
+
+    @router.message_reaction()
+    async def on_reaction(event: MessageReactionUpdated, bot: Bot) -> None:
+        added = _emoji(list(event.new_reaction)) - _emoji(list(event.old_reaction))
+        if not added & REGENERATE_EMOJI:
+            return
+        info = await frontend.resolver.session(event.chat)
+        if info is None:
+            return
+        key = session_key(event.chat)
+        ref = await frontend.service.resolve_message(key, str(event.message_id))
+        if ref is None or ref.role != "assistant":
+            return
+        floors = {b.name: b.floors for b in info.branches}
+        if floors.get(ref.branch) != ref.floor:
+            return  # only the latest reply of a branch can be regenerated
+        private = event.chat.type == "private"
+        place = Place(
+            chat_id=event.chat.id, thread_id=thread_of_branch(ref.branch), private=private
+        )
+        where = Where(key=key, branch=ref.branch, place=place, private=private, info=info)
+        await frontend.turns.regenerate(bot, where, shown_at=[event.message_id])
+
+    return router

@@ -1,0 +1,175 @@
+"""Running the Telegram front end: the aiogram Bot, Dispatcher and routers, polling or webhook.
+
+``TelegramRunner(service, config)`` builds a Bot whose session talks to ``config.api_base``
+(a self-hosted Bot API server or a test server) with retries on flood control and network errors,
+a Dispatcher with the routers and middlewares, registers the commands, then receives updates by
+long polling (``handle_signals=False``: the composition root owns signals) or through a webhook
+served by aiohttp. ``stop()`` stops receiving, lets the updates in flight finish, confirms the
+last handled update to Telegram so a restart does not see it again, and closes the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from aiogram import Bot, Dispatcher
+from aiogram.client.default import DefaultBotProperties
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import PRODUCTION, TelegramAPIServer
+from aiogram.exceptions import TelegramAPIError
+from aiogram.types import ErrorEvent
+from aiogram.utils.backoff import BackoffConfig
+from aiogram.webhook.aiohttp_server import SimpleRequestHandler
+from aiohttp import web
+
+from adapters.telegram.app import Frontend
+from adapters.telegram.config import TelegramConfig
+from adapters.telegram.middlewares import AllowListMiddleware, OrderMiddleware
+from adapters.telegram.retry import RetryMiddleware, Sleep
+from adapters.telegram.routers import build_routers
+from adapters.telegram.routers.commands import command_scopes
+from adapters.telegram.state import ChatState
+from engine.turns.api import RoleplayService
+
+log = logging.getLogger("tavernbot.telegram")
+DRAIN_TIMEOUT_S = 30.0
+"""How long ``stop()`` waits for updates in flight before closing the session anyway."""
+BACKOFF_FACTOR = 1.5
+
+
+class TelegramRunner:
+    """One Telegram bot, started with :meth:`start` and stopped with :meth:`stop`."""
+
+    def __init__(
+        self,
+        service: RoleplayService,
+        config: TelegramConfig,
+        *,
+        sleep: Sleep = asyncio.sleep,
+        state: ChatState | None = None,
+    ) -> None:
+        self.service = service
+        self.config = config
+        self.frontend = Frontend.build(service, config, state)
+        self.retry = RetryMiddleware(sleep=sleep)
+        self.errors: list[BaseException] = []
+        api = TelegramAPIServer.from_base(config.api_base) if config.api_base else PRODUCTION
+        session = AiohttpSession(api=api)
+        session.middleware(self.retry)
+        self.bot = Bot(
+            config.token, session=session, default=DefaultBotProperties(parse_mode="HTML")
+        )
+        self.dispatcher = Dispatcher()
+        self.order = OrderMiddleware(self.frontend.state)
+        self.dispatcher.update.outer_middleware(self.order)
+        allow = AllowListMiddleware(config.allowed_users)
+        for observer in (self.dispatcher.message, self.dispatcher.callback_query):
+            observer.outer_middleware(allow)
+        self.dispatcher.include_routers(*build_routers(self.frontend))
+        self.dispatcher.errors.register(self._on_error)
+        self._started = asyncio.Event()
+        self.dispatcher.startup.register(self._on_startup)
+        self._polling: asyncio.Task[Any] | None = None
+        self._web: web.AppRunner | None = None
+        self._webhook: SimpleRequestHandler | None = None
+        self.webhook_port: int | None = None
+
+    async def _on_startup(self) -> None:
+        self._started.set()
+
+    async def _on_error(self, event: ErrorEvent) -> bool:
+        log.error("handling update %s failed", event.update.update_id, exc_info=event.exception)
+        self.errors.append(event.exception)
+        return True
+
+    @property
+    def state(self) -> ChatState:
+        return self.frontend.state
+
+    async def _register_commands(self) -> None:
+        for commands, scope in command_scopes():
+            await self.bot.set_my_commands(commands, scope=scope)
+
+    async def start(self) -> None:
+        """Register commands and start receiving updates (returns once receiving)."""
+        await self._register_commands()
+        if self.config.mode == "webhook":
+            await self._start_webhook()
+        else:
+            await self._start_polling()
+
+    async def _start_polling(self) -> None:
+        await self.bot.delete_webhook(drop_pending_updates=False)
+        self._started.clear()
+        backoff = BackoffConfig(
+            min_delay=self.config.polling_backoff_min_s,
+            max_delay=self.config.polling_backoff_max_s,
+            factor=BACKOFF_FACTOR,
+            jitter=0.1,
+        )
+        self._polling = asyncio.create_task(
+            self.dispatcher.start_polling(
+                self.bot,
+                polling_timeout=self.config.polling_timeout_s,
+                backoff_config=backoff,
+                handle_signals=False,
+                close_bot_session=False,
+            )
+        )
+        waiter = asyncio.create_task(self._started.wait())
+        done, _ = await asyncio.wait({waiter, self._polling}, return_when=asyncio.FIRST_COMPLETED)
+        if self._polling in done:
+            waiter.cancel()
+            await self._polling  # raises what made polling fail to start
+
+    async def _start_webhook(self) -> None:
+        handler = SimpleRequestHandler(
+            self.dispatcher, self.bot, secret_token=self.config.webhook_secret
+        )
+        app = web.Application()
+        handler.register(app, path=self.config.webhook_path)
+        self._webhook = handler
+        self._web = web.AppRunner(app, handle_signals=False)
+        await self._web.setup()
+        site = web.TCPSite(self._web, self.config.webhook_host, self.config.webhook_port)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        self.webhook_port = sockets[0].getsockname()[1] if sockets else self.config.webhook_port
+        url = self.config.webhook_url or (
+            f"http://{self.config.webhook_host}:{self.webhook_port}{self.config.webhook_path}"
+        )
+        await self.dispatcher.emit_startup(bot=self.bot)
+        await self.bot.set_webhook(
+            url,
+            secret_token=self.config.webhook_secret,
+            allowed_updates=self.dispatcher.resolve_used_update_types(),
+        )
+
+    async def stop(self) -> None:
+        """Stop receiving, drain updates in flight, confirm them, close the session."""
+        if self._polling is not None:
+            with contextlib.suppress(RuntimeError):
+                await self.dispatcher.stop_polling()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._polling
+            self._polling = None
+        try:
+            async with asyncio.timeout(DRAIN_TIMEOUT_S):
+                await self.order.drained()
+        except TimeoutError:
+            log.warning("stopping with %s updates still in flight", self.order.in_flight)
+        if self._web is not None:
+            await self._web.cleanup()  # also closes the webhook handler's background tasks
+            self._web = None
+            await self.dispatcher.emit_shutdown(bot=self.bot)
+        elif self.order.last_update_id is not None:
+            # Confirm what was handled so the next start does not receive it again.
+            with contextlib.suppress(TelegramAPIError):
+                await self.bot.get_updates(
+                    offset=self.order.last_update_id + 1, timeout=0, limit=1
+                )
+        await self.bot.session.close()

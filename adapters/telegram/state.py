@@ -1,0 +1,129 @@
+"""What the Telegram front end remembers between updates.
+
+- One lock per chat (and forum topic), taken before anything else is awaited, so that updates of
+  one chat are handled in the order Telegram delivered them and one turn runs at a time.
+- The latest reply shown per branch (its message ids), to move the swipe keyboard and to edit
+  the reply in place on a swipe. Kept in memory: after a restart the keyboard still works on the
+  message it is under.
+- The current branch of each private chat, persisted through the service as a link of the
+  reserved platform reference ``CURRENT_BRANCH_REF`` (Telegram message ids are numbers, so it
+  never clashes); kept in memory as well, and only in memory if the service refuses the link.
+- Group admin checks, cached for ``ADMIN_CACHE_S``; recently seen update ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from adapters.telegram.config import ADMIN_CACHE_S, SEEN_UPDATES
+from engine.errors import EngineError
+from engine.turns.api import MAIN_BRANCH, PlatformRef, RoleplayService, SessionKey
+
+log = logging.getLogger("tavernbot.telegram.state")
+CURRENT_BRANCH_REF = "tavernbot:current-branch"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shown:
+    """The messages that show a branch's latest reply, and which floor and page they show."""
+
+    message_ids: tuple[int, ...]
+    floor: int
+    page: int
+    pages: int
+
+
+@dataclass
+class _Lock:
+    lock: asyncio.Lock
+    users: int = 0
+
+
+class ChatState:
+    """The adapter's memory (see the module docstring)."""
+
+    def __init__(self, service: RoleplayService) -> None:
+        self.service = service
+        self._locks: dict[tuple[int, int | None], _Lock] = {}
+        self._shown: dict[tuple[SessionKey, str], Shown] = {}
+        self._branches: dict[SessionKey, str] = {}
+        self._admins: dict[tuple[int, int], tuple[bool, float]] = {}
+        self._seen: OrderedDict[int, None] = OrderedDict()
+
+    # ----------------------------------------------------------------- ordering
+    @contextlib.asynccontextmanager
+    async def ordered(self, chat_id: int, thread_id: int | None = None) -> AsyncIterator[None]:
+        """Hold the chat's (or topic's) lock; waiters are served first come, first served."""
+        key = (chat_id, thread_id)
+        entry = self._locks.setdefault(key, _Lock(asyncio.Lock()))
+        entry.users += 1
+        try:
+            async with entry.lock:
+                yield
+        finally:
+            entry.users -= 1
+            if entry.users == 0:
+                self._locks.pop(key, None)
+
+    def first_sight(self, update_id: int) -> bool:
+        """True the first time an update id is seen (a redelivered update is dropped)."""
+        if update_id in self._seen:
+            return False
+        self._seen[update_id] = None
+        if len(self._seen) > SEEN_UPDATES:
+            self._seen.popitem(last=False)
+        return True
+
+    # ----------------------------------------------------------------- replies shown
+    def shown(self, key: SessionKey, branch: str) -> Shown | None:
+        return self._shown.get((key, branch))
+
+    def show(self, key: SessionKey, branch: str, shown: Shown) -> Shown | None:
+        """Record the latest reply of a branch; return the one it replaces."""
+        previous = self._shown.get((key, branch))
+        self._shown[(key, branch)] = shown
+        return previous
+
+    def forget(self, key: SessionKey) -> None:
+        """Drop everything remembered about a session (after ``/reset``)."""
+        for entry in [k for k in self._shown if k[0] == key]:
+            del self._shown[entry]
+        self._branches.pop(key, None)
+
+    # ----------------------------------------------------------------- current branch
+    async def current_branch(self, key: SessionKey) -> str:
+        """The branch a private chat plays on (``main`` until it switches)."""
+        if key in self._branches:
+            return self._branches[key]
+        try:
+            ref = await self.service.resolve_message(key, CURRENT_BRANCH_REF)
+        except EngineError:
+            ref = None
+        branch = ref.branch if ref is not None else MAIN_BRANCH
+        self._branches[key] = branch
+        return branch
+
+    async def switch_branch(self, key: SessionKey, branch: str) -> None:
+        """Make ``branch`` the chat's current branch, persisted through the service if it can."""
+        self._branches[key] = branch
+        ref = PlatformRef(branch=branch, floor=0, page=None, role="user")
+        try:
+            await self.service.link_message(key, CURRENT_BRANCH_REF, ref)
+        except EngineError as exc:
+            log.warning("current branch of %s kept in memory only: %s", key, exc)
+
+    # ----------------------------------------------------------------- admins
+    def cached_admin(self, chat_id: int, user_id: int) -> bool | None:
+        hit = self._admins.get((chat_id, user_id))
+        if hit is None or time.monotonic() - hit[1] > ADMIN_CACHE_S:
+            return None
+        return hit[0]
+
+    def remember_admin(self, chat_id: int, user_id: int, is_admin: bool) -> None:
+        self._admins[(chat_id, user_id)] = (is_admin, time.monotonic())

@@ -1,0 +1,541 @@
+"""A loopback fake of the Telegram Bot API that the real aiogram client talks to over HTTP.
+
+Start it with ``async with FakeTelegramServer() as srv`` and point aiogram at ``srv.base_url``
+(``TelegramAPIServer.from_base``). It serves ``POST /bot<token>/<method>`` and file downloads at
+``GET /file/bot<token>/<path>``; any other method answers 404 and is listed in ``unhandled``.
+
+Test side: build users and chats, inject updates (``send_text``, ``send_document``, ``press``,
+``react``, ``create_topic``), read what the bot sent (``bot_messages``, ``calls``, ``wait_for``),
+script faults (``fail_next`` for any method, ``fail_polls`` for getUpdates outages) and, once a
+webhook is set, receive updates by POST instead of long polling.
+
+Bounded: the server refuses requests after ``max_requests`` and shuts itself down after
+``max_lifetime_s``; long polls wait at most ``max_poll_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from tests.fakes.telegram import builders
+from tests.fakes.telegram.methods import ApiError, FakeChat, FakeMessage, World
+
+Json = dict[str, Any]
+DEFAULT_TOKEN = "123456:TEST-TOKEN"
+DEFAULT_UPDATE_TYPES = frozenset(
+    {"message", "edited_message", "callback_query", "my_chat_member", "channel_post"}
+)
+"""What getUpdates delivers when ``allowed_updates`` is empty: not reactions, not chat_member."""
+MAX_LIFETIME_S = 120.0
+MAX_REQUESTS = 50_000
+MAX_POLL_S = 2.0
+_JSON_FIELDS = frozenset(
+    {
+        "reply_markup",
+        "reaction",
+        "commands",
+        "allowed_updates",
+        "scope",
+        "reply_parameters",
+        "entities",
+        "link_preview_options",
+        "caption_entities",
+    }
+)
+_INT_FIELDS = frozenset(
+    {
+        "chat_id",
+        "message_id",
+        "offset",
+        "limit",
+        "timeout",
+        "message_thread_id",
+        "draft_id",
+        "user_id",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request the bot made: method, decoded parameters, answer status."""
+
+    method: str
+    params: Json
+    status: int
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class _Fault:
+    status: int
+    description: str
+    retry_after: int | None
+    times: int
+
+
+class FakeTelegramServer:
+    """The fake Bot API server (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        token: str = DEFAULT_TOKEN,
+        max_lifetime_s: float = MAX_LIFETIME_S,
+        max_requests: int = MAX_REQUESTS,
+        max_poll_s: float = MAX_POLL_S,
+    ) -> None:
+        self.tokens = {token}
+        self.token = token
+        bot_id = int(token.split(":", 1)[0])
+        self.world = World(builders.user(bot_id, "Tavern", is_bot=True, username="tavern_bot"))
+        self.max_lifetime_s = max_lifetime_s
+        self.max_requests = max_requests
+        self.max_poll_s = max_poll_s
+        self.calls: list[Call] = []
+        self.poll_calls: list[Call] = []
+        self.unhandled: list[str] = []
+        self.updates: list[Json] = []
+        self.delivered: dict[int, int] = {}
+        self.webhook_posts: list[int] = []
+        self.allowed_updates: frozenset[str] = DEFAULT_UPDATE_TYPES
+        self._confirmed = 0
+        self._update_ids = itertools.count(1)
+        self._user_ids = itertools.count(1000)
+        self._group_ids = itertools.count(1)
+        self._query_ids = itertools.count(1)
+        self._faults: dict[str, list[_Fault]] = {}
+        self._poll_outage: tuple[int, str] = (0, "502")
+        self._changed = asyncio.Condition()
+        self._requests = 0
+        self._runner: web.AppRunner | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._expiry: asyncio.TimerHandle | None = None
+        self.stopped = False
+        self.port = 0
+
+    # ----------------------------------------------------------------- lifecycle
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
+        self._runner = web.AppRunner(app, shutdown_timeout=1.0, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]
+        loop = asyncio.get_running_loop()
+        self._expiry = loop.call_later(self.max_lifetime_s, self._expire)
+
+    def _expire(self) -> None:
+        self._spawn(self.stop())
+
+    async def stop(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        if self._expiry is not None:
+            self._expiry.cancel()
+        async with self._changed:
+            self._changed.notify_all()
+        for task in list(self._tasks):
+            if task is not asyncio.current_task():
+                task.cancel()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def __aenter__(self) -> FakeTelegramServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ----------------------------------------------------------------- HTTP
+    async def _decode(self, request: web.Request) -> Json:
+        params: Json = {}
+        if request.content_type == "application/json":
+            return dict(await request.json())
+        form = await request.post()
+        for key, value in form.items():
+            if isinstance(value, web.FileField):
+                params[key] = (value.filename, value.file.read())
+            elif key in _JSON_FIELDS:
+                params[key] = json.loads(value)
+            elif key in _INT_FIELDS:
+                params[key] = int(value) if value.lstrip("-").isdigit() else value
+            elif value in ("true", "false"):
+                params[key] = value == "true"
+            else:
+                params[key] = value
+        return params
+
+    @staticmethod
+    def _error(status: int, description: str, retry_after: int | None = None) -> web.Response:
+        body: Json = {"ok": False, "error_code": status, "description": description}
+        if retry_after is not None:
+            body["parameters"] = {"retry_after": retry_after}
+        return web.json_response(body, status=status)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        method = request.match_info["method"]
+        if request.match_info["token"] not in self.tokens:
+            return self._error(401, "Unauthorized")
+        self._requests += 1
+        if self.stopped or self._requests > self.max_requests:
+            return self._error(503, "Service Unavailable: fake server limit reached")
+        params = await self._decode(request)
+        if method.lower() == "getupdates":
+            return await self._get_updates(request, params)
+        status, response = await self._dispatch(method, params)
+        await self._record(Call(method, params, status))
+        return response
+
+    async def _dispatch(self, method: str, params: Json) -> tuple[int, web.Response]:
+        faults = self._faults.get(method)
+        if faults:
+            fault = faults[0]
+            fault.times -= 1
+            if fault.times <= 0:
+                faults.pop(0)
+            return fault.status, self._error(fault.status, fault.description, fault.retry_after)
+        handler: Callable[[Json], Any] | None = getattr(self.world, method, None)
+        if handler is None or method.startswith("_") or not method[:1].islower():
+            self.unhandled.append(method)
+            return 404, self._error(404, "Not Found")
+        try:
+            result = handler(params)
+        except ApiError as exc:
+            return exc.status, self._error(exc.status, exc.description, exc.retry_after)
+        return 200, web.json_response({"ok": True, "result": result})
+
+    async def _record(self, call: Call) -> None:
+        async with self._changed:
+            (self.poll_calls if call.method == "getUpdates" else self.calls).append(call)
+            self._changed.notify_all()
+
+    async def _download(self, request: web.Request) -> web.StreamResponse:
+        if request.match_info["token"] not in self.tokens:
+            return web.Response(status=401)
+        data = self.world.file_paths.get(request.match_info["path"])
+        if data is None:
+            return web.Response(status=404)
+        return web.Response(body=data, content_type="application/octet-stream")
+
+    # ----------------------------------------------------------------- polling
+    def _pending(self) -> list[Json]:
+        return [u for u in self.updates if u["update_id"] >= self._confirmed]
+
+    async def _get_updates(self, request: web.Request, params: Json) -> web.StreamResponse:
+        if self.world.webhook.get("url"):
+            await self._record(Call("getUpdates", params, 409))
+            return self._error(
+                409,
+                "Conflict: can't use getUpdates method while webhook is active; "
+                "use deleteWebhook to delete the webhook first",
+            )
+        failing, mode = self._poll_outage
+        if failing > 0:
+            self._poll_outage = (failing - 1, mode)
+            await self._record(Call("getUpdates", params, 502))
+            if mode == "drop" and request.transport is not None:
+                request.transport.close()
+                return web.Response(status=502)
+            return self._error(502, "Bad Gateway")
+        if params.get("allowed_updates") is not None:
+            allowed = params["allowed_updates"]
+            self.allowed_updates = frozenset(allowed) if allowed else DEFAULT_UPDATE_TYPES
+        offset = int(params.get("offset") or 0)
+        if offset > self._confirmed:
+            self._confirmed = offset
+            self.updates = self._pending()
+        limit = int(params.get("limit") or 100)
+        deadline = time.monotonic() + min(float(params.get("timeout") or 0), self.max_poll_s)
+        async with self._changed:
+            while not self.stopped:
+                batch = self._deliverable()[:limit]
+                remaining = deadline - time.monotonic()
+                if batch or remaining <= 0:
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), remaining)
+            batch = [] if self.stopped else self._deliverable()[:limit]
+        for update in batch:
+            self.delivered[update["update_id"]] = self.delivered.get(update["update_id"], 0) + 1
+        await self._record(Call("getUpdates", params, 200))
+        return web.json_response({"ok": True, "result": batch})
+
+    def _deliverable(self) -> list[Json]:
+        kinds = self.allowed_updates
+        # Updates of kinds the bot did not ask for are dropped, as the Bot API does.
+        self.updates = [u for u in self._pending() if any(k in u for k in kinds)]
+        return self.updates
+
+    async def push_update(self, kind: str, payload: Json) -> Json:
+        """Queue an update of ``kind`` (message, callback_query, message_reaction, ...)."""
+        update = {"update_id": next(self._update_ids), kind: payload}
+        async with self._changed:
+            self.updates.append(update)
+            self._changed.notify_all()
+        if self.world.webhook.get("url"):
+            self._spawn(self._post_webhook(update))
+        return update
+
+    async def _post_webhook(self, update: Json) -> None:
+        hook = self.world.webhook
+        headers = {}
+        if hook.get("secret_token"):
+            headers["X-Telegram-Bot-Api-Secret-Token"] = str(hook["secret_token"])
+        async with aiohttp.ClientSession() as session:
+            for _attempt in range(5):
+                try:
+                    async with session.post(hook["url"], json=update, headers=headers) as resp:
+                        if resp.status == 200:
+                            self.webhook_posts.append(update["update_id"])
+                            self._confirmed = max(self._confirmed, update["update_id"] + 1)
+                            return
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.05)
+
+    # ----------------------------------------------------------------- faults
+    def fail_next(
+        self,
+        method: str,
+        *,
+        status: int = 429,
+        retry_after: int | None = 1,
+        description: str | None = None,
+        times: int = 1,
+    ) -> None:
+        """Answer the next ``times`` calls of ``method`` with an error (429 by default)."""
+        if description is None:
+            description = (
+                f"Too Many Requests: retry after {retry_after}" if status == 429 else "Bad Request"
+            )
+        fault = _Fault(status, description, retry_after if status == 429 else None, times)
+        self._faults.setdefault(method, []).append(fault)
+
+    def fail_polls(self, count: int, *, mode: str = "502") -> None:
+        """Make the next ``count`` getUpdates calls fail: ``502`` or ``drop`` (connection cut)."""
+        self._poll_outage = (count, mode)
+
+    # ----------------------------------------------------------------- world (test side)
+    def new_user(self, first_name: str, *, user_id: int | None = None) -> Json:
+        return builders.user(user_id or next(self._user_ids), first_name)
+
+    def private_chat(self, member: Json) -> Json:
+        data = builders.chat(int(member["id"]), "private")
+        data["first_name"] = member["first_name"]
+        chat = self.world.chats.setdefault(int(member["id"]), FakeChat(data))
+        chat.users[int(member["id"])] = member
+        chat.members[int(member["id"])] = "member"
+        return chat.data
+
+    def group(
+        self,
+        title: str,
+        *,
+        owner: Json,
+        admins: tuple[Json, ...] = (),
+        members: tuple[Json, ...] = (),
+        forum: bool = False,
+    ) -> Json:
+        chat_id = -1_000_000_000_000 - next(self._group_ids)
+        chat = FakeChat(builders.chat(chat_id, "supergroup", title=title, forum=forum))
+        for person, status in (
+            [(owner, "creator")]
+            + [(a, "administrator") for a in admins]
+            + [(m, "member") for m in members]
+        ):
+            chat.users[int(person["id"])] = person
+            chat.members[int(person["id"])] = status
+        chat.users[int(self.world.bot_user["id"])] = self.world.bot_user
+        chat.members[int(self.world.bot_user["id"])] = "administrator"
+        self.world.chats[chat_id] = chat
+        return chat.data
+
+    def _user_message(
+        self,
+        chat_obj: Json,
+        sender: Json,
+        *,
+        thread_id: int | None,
+        reply_to: int | None,
+        **kw: Any,
+    ) -> Json:
+        chat_id = int(chat_obj["id"])
+        reply_payload = None
+        if reply_to is not None:
+            target = self.world.messages[(chat_id, reply_to)]
+            reply_payload = target.payload or self.world.bot_message_payload(target)
+        message_id = self.world.new_message_id(chat_id)
+        payload = builders.message(
+            message_id=message_id,
+            date=int(time.time()),
+            chat_obj=chat_obj,
+            sender=sender,
+            thread_id=thread_id,
+            reply_to=reply_payload,
+            **kw,
+        )
+        self.world.messages[(chat_id, message_id)] = FakeMessage(
+            chat_id=chat_id,
+            message_id=message_id,
+            sender_id=int(sender["id"]),
+            text=kw.get("text"),
+            thread_id=thread_id,
+            reply_to=reply_to,
+            document=kw.get("document"),
+            payload=payload,
+        )
+        return payload
+
+    async def send_text(
+        self,
+        chat_obj: Json,
+        sender: Json,
+        text: str,
+        *,
+        thread_id: int | None = None,
+        reply_to: int | None = None,
+    ) -> Json:
+        """A user writes ``text`` (a ``/command`` gets its entity); returns the message."""
+        payload = self._user_message(
+            chat_obj, sender, thread_id=thread_id, reply_to=reply_to, text=text
+        )
+        await self.push_update("message", payload)
+        return payload
+
+    async def send_document(
+        self,
+        chat_obj: Json,
+        sender: Json,
+        *,
+        filename: str,
+        data: bytes,
+        mime_type: str = "application/octet-stream",
+        caption: str | None = None,
+        thread_id: int | None = None,
+    ) -> Json:
+        """A user sends a file; the bot can fetch it with getFile and the download URL."""
+        file_id = f"up{len(self.world.files) + 1}"
+        path = f"documents/{file_id}_{filename}"
+        self.world.files[file_id] = (path, data)
+        self.world.file_paths[path] = data
+        doc = builders.document(file_id, filename, mime_type, len(data))
+        payload = self._user_message(
+            chat_obj, sender, thread_id=thread_id, reply_to=None, document=doc, caption=caption
+        )
+        await self.push_update("message", payload)
+        return payload
+
+    async def create_topic(self, chat_obj: Json, sender: Json, name: str) -> int:
+        """Create a forum topic (its service message is the topic's first message)."""
+        chat = self.world.chat(chat_obj["id"])
+        chat.next_thread_id += 1
+        thread_id = chat.next_thread_id
+        service = {"forum_topic_created": {"name": name, "icon_color": 7322096}}
+        payload = self._user_message(
+            chat_obj, sender, thread_id=thread_id, reply_to=None, extra=service
+        )
+        await self.push_update("message", payload)
+        return thread_id
+
+    async def press(self, chat_obj: Json, sender: Json, message_id: int, data: str) -> str:
+        """Press an inline button with callback ``data`` on a bot message."""
+        msg = self.world.message(chat_obj["id"], message_id, action="press")
+        query_id = f"q{next(self._query_ids)}"
+        self.world.callbacks[query_id] = False
+        payload = builders.callback_query(
+            query_id, sender, msg.payload or self.world.bot_message_payload(msg), data
+        )
+        await self.push_update("callback_query", payload)
+        return query_id
+
+    async def react(
+        self,
+        chat_obj: Json,
+        sender: Json,
+        message_id: int,
+        emoji: str,
+        *,
+        old: tuple[str, ...] = (),
+    ) -> Json:
+        """A user sets a reaction (delivered only if the bot opted in to message_reaction)."""
+        payload = builders.reaction_update(
+            chat_obj=chat_obj,
+            message_id=message_id,
+            sender=sender,
+            date=int(time.time()),
+            new=(emoji,),
+            old=old,
+        )
+        return await self.push_update("message_reaction", payload)
+
+    # ----------------------------------------------------------------- reading (test side)
+    def bot_messages(self, chat_id: int, *, thread_id: int | None = None) -> list[FakeMessage]:
+        """The bot's visible messages in a chat (optionally one topic), oldest first."""
+        bot_id = int(self.world.bot_user["id"])
+        return [
+            m
+            for (cid, _), m in sorted(self.world.messages.items())
+            if cid == chat_id
+            and m.sender_id == bot_id
+            and not m.deleted
+            and (thread_id is None or m.thread_id == thread_id)
+        ]
+
+    def calls_of(self, method: str, **match: Any) -> list[Call]:
+        """Recorded successful or failed calls of ``method`` whose params include ``match``."""
+        return [
+            c
+            for c in self.calls
+            if c.method == method and all(c.params.get(k) == v for k, v in match.items())
+        ]
+
+    async def wait_for(
+        self,
+        method: str,
+        predicate: Callable[[Call], bool] = lambda call: True,
+        *,
+        wait_s: float = 10.0,
+        count: int = 1,
+    ) -> Call:
+        """Wait until ``count`` successful calls of ``method`` match; return the last one."""
+
+        def matching() -> list[Call]:
+            pool = self.poll_calls if method == "getUpdates" else self.calls
+            return [c for c in pool if c.method == method and c.status == 200 and predicate(c)]
+
+        async with self._changed:
+            await asyncio.wait_for(
+                self._changed.wait_for(lambda: len(matching()) >= count), wait_s
+            )
+            return matching()[count - 1]
+
+    async def wait_until(self, condition: Callable[[], bool], *, wait_s: float = 10.0) -> None:
+        """Wait until ``condition()`` holds (checked after each request)."""
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(condition), wait_s)

@@ -1,0 +1,84 @@
+"""Fixtures: the fake Bot API on 127.0.0.1, the in-memory service, and started runners."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from adapters.telegram.config import TelegramConfig
+from adapters.telegram.runner import TelegramRunner
+from tests.fakes.roleplay import FakeRoleplayService
+from tests.fakes.telegram import FakeTelegramServer
+
+TEST_LIFETIME_S = 60.0
+
+
+class Harness:
+    """A fake server, a service and the runners started against them in one test."""
+
+    def __init__(self, server: FakeTelegramServer, service: FakeRoleplayService) -> None:
+        self.server = server
+        self.service = service
+        self.runners: list[TelegramRunner] = []
+        self.slept: list[float] = []
+
+    async def _sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)  # retries in tests do not wait for real
+
+    def config(self, **overrides: Any) -> TelegramConfig:
+        values: dict[str, Any] = {
+            "token": self.server.token,
+            "api_base": self.server.base_url,
+            "polling_timeout_s": 1,
+            "polling_backoff_min_s": 0.01,
+            "polling_backoff_max_s": 0.05,
+            "edit_interval_private_s": 0.0,
+            "edit_interval_group_s": 0.0,
+            "draft_interval_s": 0.0,
+        }
+        values.update(overrides)
+        return TelegramConfig(**values)
+
+    async def start(self, service: Any = None, **overrides: Any) -> TelegramRunner:
+        runner = TelegramRunner(
+            service or self.service, self.config(**overrides), sleep=self._sleep
+        )
+        self.runners.append(runner)
+        await runner.start()
+        return runner
+
+    async def stop(self, runner: TelegramRunner) -> None:
+        await runner.stop()
+        self.runners.remove(runner)
+        assert runner.errors == [], runner.errors
+
+    def texts(self, chat_id: int, **kw: Any) -> list[str]:
+        return [m.text or "" for m in self.server.bot_messages(chat_id, **kw)]
+
+    async def wait_text(
+        self, chat_id: int, predicate: Callable[[str], bool], *, wait_s: float = 10.0, **kw: Any
+    ) -> Any:
+        """Wait until a bot message in the chat satisfies ``predicate``; return it."""
+
+        def found() -> Any:
+            for msg in self.server.bot_messages(chat_id, **kw):
+                if predicate(msg.text or ""):
+                    return msg
+            return None
+
+        await self.server.wait_until(lambda: found() is not None, wait_s=wait_s)
+        return found()
+
+
+@pytest.fixture
+async def harness() -> AsyncIterator[Harness]:
+    async with FakeTelegramServer(max_lifetime_s=TEST_LIFETIME_S) as server:
+        h = Harness(server, FakeRoleplayService())
+        try:
+            yield h
+        finally:
+            for runner in list(h.runners):
+                await h.stop(runner)
+        assert server.unhandled == [], server.unhandled
