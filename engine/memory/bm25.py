@@ -122,7 +122,7 @@ def tokenize(text: str) -> list[str]:
             continue
         if word.endswith("'s"):
             word = word[:-2]
-        if word in _STOP_WORDS or (len(word) < 2 and not word.isdigit()):
+        if word in _STOP_WORDS:
             continue
         if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
             word = word[:-1]
