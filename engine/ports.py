@@ -282,9 +282,16 @@ class FloorRepository(Protocol):
         ...
 
     async def compare_and_set(
-        self, floor_id: int, *, expected: FloorState, state: FloorState, error: str | None = None
+        self,
+        floor_id: int,
+        *,
+        expected: FloorState,
+        state: FloorState,
+        error: str | None = None,
+        active_page: int | None = None,
     ) -> bool:
-        """Move the floor to ``state`` only if it is in ``expected``; False when it was not."""
+        """Move the floor to ``state`` only if it is in ``expected`` (also setting
+        ``active_page`` when given); False when it was not."""
         ...
 
     async def set_active_page(self, floor_id: int, *, expected: int | None, page: int) -> bool:
@@ -329,6 +336,10 @@ class PageRepository(Protocol):
 
     async def set_hidden(self, page_id: int, hidden: bool) -> None:
         """Hide or show the page."""
+        ...
+
+    async def in_status(self, status: PageStatus) -> list[Page]:
+        """Every page in ``status`` (used on start to find interrupted regenerations)."""
         ...
 
 

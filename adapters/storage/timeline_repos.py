@@ -151,7 +151,9 @@ class SqlBranches(_Repo):
         return convert.branch((await self._db.execute(stmt)).one())
 
     async def lock(self, branch_id: int) -> None:
-        # SQLite leaves FOR UPDATE out; its BEGIN IMMEDIATE already serialises writers.
+        # SQLite's BEGIN IMMEDIATE already holds the database's one write lock.
+        if self._db.get_bind().dialect.name == "sqlite":
+            return
         stmt = select(BRANCH.c.id).where(BRANCH.c.id == branch_id).with_for_update()
         if (await self._db.execute(stmt)).first() is None:
             raise NotFoundError(f"branch {branch_id} does not exist")
@@ -199,11 +201,19 @@ class SqlFloors(_Repo):
         return [convert.floor(row) for row in await self._db.execute(stmt)]
 
     async def compare_and_set(
-        self, floor_id: int, *, expected: FloorState, state: FloorState, error: str | None = None
+        self,
+        floor_id: int,
+        *,
+        expected: FloorState,
+        state: FloorState,
+        error: str | None = None,
+        active_page: int | None = None,
     ) -> bool:
         values: dict[str, Any] = {"state": state, "updated_at": utcnow()}
         if error is not None:
             values["error"] = error
+        if active_page is not None:
+            values["active_page"] = active_page
         stmt = (
             update(FLOOR).where(FLOOR.c.id == floor_id, FLOOR.c.state == expected).values(**values)
         )
@@ -248,13 +258,14 @@ class SqlPages(_Repo):
             *(c.label(f"p_{c.name}") for c in PAGE.c),
             *(c.label(f"f_{c.name}") for c in FLOOR.c),
             *(c.label(f"b_{c.name}") for c in BRANCH.c),
+            SESSION.c.realm_id.label("realm_id"),
         ]
         stmt = (
             select(*cols)
             .select_from(
-                PAGE.join(FLOOR, FLOOR.c.id == PAGE.c.floor_id).join(
-                    BRANCH, BRANCH.c.id == FLOOR.c.branch_id
-                )
+                PAGE.join(FLOOR, FLOOR.c.id == PAGE.c.floor_id)
+                .join(BRANCH, BRANCH.c.id == FLOOR.c.branch_id)
+                .join(SESSION, SESSION.c.id == BRANCH.c.session_id)
             )
             .where(PAGE.c.id == page_id)
         )
@@ -266,6 +277,7 @@ class SqlPages(_Repo):
             page=convert.page(_Sub(data, "p_")),  # type: ignore[arg-type]
             floor=convert.floor(_Sub(data, "f_")),  # type: ignore[arg-type]
             branch=convert.branch(_Sub(data, "b_")),  # type: ignore[arg-type]
+            realm_id=data["realm_id"],
         )
 
     async def of_floors(self, floor_ids: Sequence[int]) -> list[Page]:
@@ -298,6 +310,10 @@ class SqlPages(_Repo):
 
     async def set_hidden(self, page_id: int, hidden: bool) -> None:
         await self._db.execute(update(PAGE).where(PAGE.c.id == page_id).values(hidden=hidden))
+
+    async def in_status(self, status: PageStatus) -> list[Page]:
+        stmt = select(PAGE).where(PAGE.c.status == status).order_by(PAGE.c.id)
+        return [convert.page(row) for row in await self._db.execute(stmt)]
 
 
 class _Sub:

@@ -208,6 +208,7 @@ class PageContext:
     page: Page
     floor: Floor
     branch: Branch
+    realm_id: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

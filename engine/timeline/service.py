@@ -1,0 +1,471 @@
+"""The timeline service: sessions, branches, floors and pages, on the storage port only.
+
+Every method is one short unit of work. The turn workflow drives a turn like this::
+
+    opened = await timeline.open_session("discord", realm_key, channel_id)
+    floor = await timeline.open_floor(opened.main.id, inputs)       # draft, inputs recorded
+    floor = await timeline.start_generating(floor.id)               # draft -> generating
+    page = await timeline.add_page(floor.id)                        # page 1, pending
+    base = await variables.base_for(floor.id)                       # state the page starts from
+    ...  # call the model outside any transaction, stage writes in memory
+    await timeline.commit_page(page.id, messages=replies, writes=staged)   # all or nothing
+    # or: await timeline.fail_page(page.id, "why")                  # floor -> failed
+
+A regenerate is ``add_page`` on the committed latest floor, then ``commit_page`` (the new page
+becomes active) or ``fail_page`` (the floor keeps its old active page). A swipe is
+``activate_page``. Refusals raise the errors of :mod:`engine.timeline.errors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from engine.errors import ConflictError, EngineError, LimitExceededError
+from engine.ports import Event, EventSink, Storage, UnitOfWork
+from engine.timeline.errors import (
+    BranchBusyError,
+    DuplicateNameError,
+    PageTransitionError,
+    StaleStateError,
+    TimelineNotFoundError,
+)
+from engine.timeline.states import check_floor_transition, check_page_transition
+from engine.timeline.values import (
+    MAIN_BRANCH,
+    MAX_NAME_LENGTH,
+    Branch,
+    Floor,
+    FloorState,
+    NewMessage,
+    Page,
+    PageContext,
+    Realm,
+    Session,
+    SessionSettings,
+)
+from engine.variables import store
+from engine.variables.values import MAX_KEY_LENGTH, MAX_WRITES_PER_PAGE, SCOPES, Mutation
+
+MAX_PAGES_PER_FLOOR: Final = 100
+"""Swipes kept per floor; regenerating beyond this is refused."""
+MAX_INPUTS_PER_FLOOR: Final = 200
+"""User messages one floor may collect."""
+INTERRUPTED: Final = "interrupted: the process stopped while this was generating"
+
+
+class InvalidNameError(EngineError):
+    """A branch, session or asset name is empty or too long."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenedSession:
+    """A session with its realm and main branch; ``created`` when this call made it."""
+
+    realm: Realm
+    session: Session
+    main: Branch
+    created: bool
+
+
+def check_name(name: str, *, what: str) -> str:
+    """Refuse an empty or over-long name."""
+    if not name.strip():
+        raise InvalidNameError(f"{what} name must not be empty")
+    if len(name) > MAX_NAME_LENGTH:
+        raise LimitExceededError(
+            f"{what} name {name[:40]!r}... is {len(name)} characters long "
+            f"(at most {MAX_NAME_LENGTH})",
+            limit="MAX_NAME_LENGTH",
+            value=MAX_NAME_LENGTH,
+        )
+    return name
+
+
+def check_writes(writes: Sequence[Mutation], *, where: str) -> None:
+    """Refuse staged writes that break a limit or name an unknown scope."""
+    if len(writes) > MAX_WRITES_PER_PAGE:
+        raise LimitExceededError(
+            f"{where}: {len(writes)} variable writes (at most {MAX_WRITES_PER_PAGE})",
+            limit="MAX_WRITES_PER_PAGE",
+            value=MAX_WRITES_PER_PAGE,
+        )
+    for write in writes:
+        if write.scope not in SCOPES:
+            raise PageTransitionError(f"{where}: unknown variable scope {write.scope!r}")
+        if not write.key or len(write.key) > MAX_KEY_LENGTH:
+            raise LimitExceededError(
+                f"{where}: variable name {write.key[:40]!r} must be 1..{MAX_KEY_LENGTH} long",
+                limit="MAX_KEY_LENGTH",
+                value=MAX_KEY_LENGTH,
+            )
+
+
+class TimelineService:
+    """Sessions, branches, floors and pages (see the module docstring for a turn)."""
+
+    def __init__(self, storage: Storage, events: EventSink | None = None) -> None:
+        self._storage = storage
+        self._events = events
+
+    def _emit(self, name: str, **payload: Any) -> None:
+        if self._events is not None:
+            self._events.emit(Event(name=name, payload=payload))
+
+    # ------------------------------------------------------------------ sessions and branches
+
+    async def open_session(
+        self,
+        platform: str,
+        realm_key: str,
+        key: str,
+        *,
+        settings: SessionSettings | None = None,
+    ) -> OpenedSession:
+        """Get the session ``(platform, key)``, or create it with its realm and main branch."""
+        check_name(key, what="session")
+        for attempt in range(2):
+            try:
+                async with self._storage.unit_of_work() as uow:
+                    return await self._open_session(uow, platform, realm_key, key, settings)
+            except ConflictError:
+                # Another task created it between our read and our insert: read it now.
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _open_session(
+        self,
+        uow: UnitOfWork,
+        platform: str,
+        realm_key: str,
+        key: str,
+        settings: SessionSettings | None,
+    ) -> OpenedSession:
+        session = await uow.sessions.find(platform, key)
+        if session is not None:
+            main = await uow.branches.find(session.id, MAIN_BRANCH)
+            if main is None:
+                raise TimelineNotFoundError(f"session {platform}:{key} has no main branch")
+            realm = await uow.realms.get(session.realm_id)
+            return OpenedSession(realm=realm, session=session, main=main, created=False)
+        realm = await uow.realms.find(platform, realm_key) or await uow.realms.add(
+            platform, realm_key
+        )
+        session = await uow.sessions.add(
+            realm_id=realm.id, platform=platform, key=key, settings=settings or SessionSettings()
+        )
+        main = await uow.branches.add(
+            session_id=session.id,
+            name=MAIN_BRANCH,
+            parent_id=None,
+            fork_floor=None,
+            fork_page=None,
+        )
+        return OpenedSession(realm=realm, session=session, main=main, created=True)
+
+    async def find_session(self, platform: str, key: str) -> Session | None:
+        """The session ``(platform, key)``, if it exists."""
+        async with self._storage.unit_of_work() as uow:
+            return await uow.sessions.find(platform, key)
+
+    async def update_settings(self, session_id: int, settings: SessionSettings) -> Session:
+        """Replace a session's settings (character, preset, world books, modes...)."""
+        async with self._storage.unit_of_work() as uow:
+            await uow.sessions.get(session_id)
+            await uow.sessions.update_settings(session_id, settings)
+            return await uow.sessions.get(session_id)
+
+    async def branches(self, session_id: int) -> list[Branch]:
+        """Every branch of a session, oldest first."""
+        async with self._storage.unit_of_work() as uow:
+            return await uow.branches.list(session_id)
+
+    async def branch(self, session_id: int, name: str) -> Branch:
+        """The branch ``name`` of a session; TimelineNotFoundError when missing."""
+        async with self._storage.unit_of_work() as uow:
+            found = await uow.branches.find(session_id, name)
+        if found is None:
+            raise TimelineNotFoundError(f"session {session_id} has no branch named {name!r}")
+        return found
+
+    async def head(self, branch_id: int) -> int:
+        """The number of the branch's newest committed floor (0 when it has none)."""
+        async with self._storage.unit_of_work() as uow:
+            branch = await uow.branches.get(branch_id)
+            return await store.head_of(uow, await store.lineage_of(uow, branch))
+
+    async def fork(self, branch_id: int, *, name: str, after_floor: int | None = None) -> Branch:
+        """Create branch ``name`` that sees ``branch_id`` up to and including floor
+        ``after_floor`` (None: its newest committed floor; 0: before any floor)."""
+        check_name(name, what="branch")
+        async with self._storage.unit_of_work() as uow:
+            source = await uow.branches.get(branch_id)
+            await uow.branches.lock(source.id)
+            lineage = await store.lineage_of(uow, source)
+            head = await store.head_of(uow, lineage)
+            at = head if after_floor is None else after_floor
+            if not 0 <= at <= head:
+                raise TimelineNotFoundError(
+                    f"branch {source.name!r} has no committed floor {at} to fork after "
+                    f"(its floors are 1..{head})"
+                )
+            if await uow.branches.find(source.session_id, name) is not None:
+                raise DuplicateNameError(f"branch {name!r} already exists in this session")
+            page_number: int | None = None
+            if at > 0:
+                ((_, page),) = await store.lineage_pages(uow, lineage, at, at)
+                page_number = page.number
+            created = await uow.branches.add(
+                session_id=source.session_id,
+                name=name,
+                parent_id=lineage.owner_of(at),
+                fork_floor=at,
+                fork_page=page_number,
+            )
+            state = await store.branch_state(uow, lineage, at, last=None, active_last=True)
+            await uow.variables.replace("branch", created.id, state)
+        self._emit("branch.created", branch=created.name, parent=source.name, after_floor=at)
+        return created
+
+    # ------------------------------------------------------------------ floors
+
+    async def open_floor(self, branch_id: int, inputs: Sequence[NewMessage] = ()) -> Floor:
+        """A new draft floor after the branch's head, holding the user's input messages.
+        BranchBusyError while another floor or page of the branch is in progress."""
+        self._check_inputs(inputs, where=f"branch {branch_id}")
+        async with self._storage.unit_of_work() as uow:
+            branch = await uow.branches.get(branch_id)
+            await uow.branches.lock(branch.id)
+            latest = await uow.floors.latest(branch.id)
+            if latest is not None and latest.state != "committed":
+                raise BranchBusyError(
+                    f"branch {branch.name!r}: floor {latest.seq} is still {latest.state}"
+                )
+            if latest is not None:
+                pages = await uow.pages.of_floors([latest.id])
+                if any(p.status == "pending" for p in pages):
+                    raise BranchBusyError(
+                        f"branch {branch.name!r}: floor {latest.seq} is regenerating"
+                    )
+            head = await store.head_of(uow, await store.lineage_of(uow, branch))
+            floor = await uow.floors.add(branch_id=branch.id, seq=head + 1)
+            await uow.messages.add(floor_id=floor.id, page_id=None, messages=inputs)
+            scope = await store.floor_scope(uow, floor, None)
+            if scope:
+                await uow.variables.replace("floor", floor.id, scope)
+        self._emit("floor.created", branch_id=branch_id, floor=floor.seq)
+        return floor
+
+    def _check_inputs(self, inputs: Sequence[NewMessage], *, where: str) -> None:
+        if len(inputs) > MAX_INPUTS_PER_FLOOR:
+            raise LimitExceededError(
+                f"{where}: {len(inputs)} input messages (at most {MAX_INPUTS_PER_FLOOR})",
+                limit="MAX_INPUTS_PER_FLOOR",
+                value=MAX_INPUTS_PER_FLOOR,
+            )
+
+    async def add_inputs(self, floor_id: int, inputs: Sequence[NewMessage]) -> None:
+        """Append more user messages to a draft floor (messages collected before a reply)."""
+        self._check_inputs(inputs, where=f"floor {floor_id}")
+        async with self._storage.unit_of_work() as uow:
+            floor = await uow.floors.get(floor_id)
+            if floor.state != "draft":
+                raise PageTransitionError(
+                    f"floor {floor.seq} is {floor.state}; only a draft floor takes more input"
+                )
+            await uow.messages.add(floor_id=floor.id, page_id=None, messages=inputs)
+
+    async def start_generating(self, floor_id: int) -> Floor:
+        """Move a draft floor to ``generating`` (compare-and-set)."""
+        return await self._move_floor(floor_id, "generating")
+
+    async def fail_floor(self, floor_id: int, error: str) -> Floor:
+        """Mark a draft or generating floor failed, with its pending pages; nothing it staged
+        is kept."""
+        async with self._storage.unit_of_work() as uow:
+            floor = await uow.floors.get(floor_id)
+            check_floor_transition(floor.state, "failed", where=f"floor {floor.seq}")
+            if not await uow.floors.compare_and_set(
+                floor.id, expected=floor.state, state="failed", error=error
+            ):
+                raise StaleStateError(f"floor {floor.seq} changed while it was being failed")
+            for page in await uow.pages.of_floors([floor.id]):
+                if page.status == "pending":
+                    await uow.pages.compare_and_set(
+                        page.id, expected="pending", status="failed", error=error
+                    )
+            failed = await uow.floors.get(floor.id)
+        self._emit("floor.failed", floor_id=floor.id, floor=floor.seq, error=error)
+        return failed
+
+    async def _move_floor(self, floor_id: int, target: FloorState) -> Floor:
+        async with self._storage.unit_of_work() as uow:
+            floor = await uow.floors.get(floor_id)
+            check_floor_transition(floor.state, target, where=f"floor {floor.seq}")
+            if not await uow.floors.compare_and_set(floor.id, expected=floor.state, state=target):
+                raise StaleStateError(f"floor {floor.seq} left {floor.state} before {target}")
+            moved = await uow.floors.get(floor.id)
+        self._emit("floor.stateChanged", floor_id=floor_id, state=target)
+        return moved
+
+    # ------------------------------------------------------------------ pages
+
+    async def add_page(self, floor_id: int, *, meta: Mapping[str, Any] | None = None) -> Page:
+        """A new pending page on the branch's latest floor: the first reply of a new floor, or
+        a regenerate of a committed one. BranchBusyError while another page is pending."""
+        async with self._storage.unit_of_work() as uow:
+            floor = await uow.floors.get(floor_id)
+            await uow.branches.lock(floor.branch_id)
+            if floor.state == "failed":
+                raise PageTransitionError(f"floor {floor.seq} failed; it takes no new page")
+            latest = await uow.floors.latest(floor.branch_id)
+            if latest is None or latest.id != floor.id:
+                raise PageTransitionError(
+                    f"floor {floor.seq} is not its branch's latest floor; only that one "
+                    "can be regenerated"
+                )
+            pages = await uow.pages.of_floors([floor.id])
+            if any(p.status == "pending" for p in pages):
+                raise BranchBusyError(f"floor {floor.seq} already has a page being generated")
+            if len(pages) >= MAX_PAGES_PER_FLOOR:
+                raise LimitExceededError(
+                    f"floor {floor.seq} has {len(pages)} pages (at most {MAX_PAGES_PER_FLOOR})",
+                    limit="MAX_PAGES_PER_FLOOR",
+                    value=MAX_PAGES_PER_FLOOR,
+                )
+            number = max((p.number for p in pages), default=0) + 1
+            return await uow.pages.add(floor_id=floor.id, number=number, meta=meta or {})
+
+    async def commit_page(
+        self,
+        page_id: int,
+        *,
+        messages: Sequence[NewMessage] = (),
+        writes: Sequence[Mutation] = (),
+        meta: Mapping[str, Any] | None = None,
+    ) -> PageContext:
+        """Commit a pending page in one transaction: the page is frozen and active, its floor
+        committed (a regenerated page's floor already is), its messages stored, its staged
+        writes logged and materialised, its chat/global writes applied. All or nothing."""
+        check_writes(writes, where=f"page {page_id}")
+        async with self._storage.unit_of_work() as uow:
+            ctx = await uow.pages.context(page_id)
+            await uow.branches.lock(ctx.branch.id)
+            page, floor = ctx.page, ctx.floor
+            where = f"floor {floor.seq} page {page.number}"
+            check_page_transition(page.status, "committed", where=where)
+            new_floor = floor.state != "committed"
+            if new_floor:
+                check_floor_transition(floor.state, "committed", where=where)
+            if not await uow.pages.compare_and_set(
+                page.id, expected="pending", status="committed", meta=meta
+            ):
+                raise StaleStateError(f"{where}: another commit or failure won")
+            if new_floor:
+                won = await uow.floors.compare_and_set(
+                    floor.id, expected="generating", state="committed", active_page=page.number
+                )
+            else:
+                won = await uow.floors.set_active_page(
+                    floor.id, expected=floor.active_page, page=page.number
+                )
+            if not won:
+                raise StaleStateError(f"{where}: the floor changed while committing")
+            await uow.messages.add(floor_id=floor.id, page_id=page.id, messages=messages)
+            await store.commit_writes(
+                uow,
+                branch=ctx.branch,
+                realm_id=ctx.realm_id,
+                floor=floor,
+                page=page,
+                writes=writes,
+                new_floor=new_floor,
+            )
+            committed = PageContext(
+                page=replace(page, status="committed", meta=dict(meta or page.meta)),
+                floor=replace(floor, state="committed", active_page=page.number),
+                branch=ctx.branch,
+                realm_id=ctx.realm_id,
+            )
+        self._emit("floor.committed", floor_id=floor.id, floor=floor.seq, page=page.number)
+        return committed
+
+    async def fail_page(self, page_id: int, error: str) -> PageContext:
+        """Mark a pending page failed. A floor that was not committed fails with it; a
+        committed floor (a failed regenerate) keeps its active page. Staged writes vanish."""
+        async with self._storage.unit_of_work() as uow:
+            ctx = await uow.pages.context(page_id)
+            page, floor = ctx.page, ctx.floor
+            where = f"floor {floor.seq} page {page.number}"
+            check_page_transition(page.status, "failed", where=where)
+            if not await uow.pages.compare_and_set(
+                page.id, expected="pending", status="failed", error=error
+            ):
+                raise StaleStateError(f"{where}: another commit or failure won")
+            if floor.state in ("draft", "generating"):
+                if not await uow.floors.compare_and_set(
+                    floor.id, expected=floor.state, state="failed", error=error
+                ):
+                    raise StaleStateError(f"{where}: the floor changed while failing")
+                floor = replace(floor, state="failed", error=error)
+            failed = PageContext(
+                page=replace(page, status="failed", error=error),
+                floor=floor,
+                branch=ctx.branch,
+                realm_id=ctx.realm_id,
+            )
+        self._emit("floor.failed", floor_id=floor.id, floor=floor.seq, error=error)
+        return failed
+
+    async def activate_page(self, floor_id: int, number: int) -> Floor:
+        """Swipe: make committed page ``number`` the active page of the branch's latest
+        floor; the floor scope and the branch state follow it."""
+        async with self._storage.unit_of_work() as uow:
+            floor = await uow.floors.get(floor_id)
+            branch = await uow.branches.get(floor.branch_id)
+            await uow.branches.lock(branch.id)
+            where = f"floor {floor.seq}"
+            if floor.state != "committed":
+                raise PageTransitionError(f"{where} is {floor.state}; only committed floors swipe")
+            latest = await uow.floors.latest(branch.id)
+            if latest is None or latest.id != floor.id:
+                raise PageTransitionError(f"{where} is not its branch's latest floor")
+            pages = {p.number: p for p in await uow.pages.of_floors([floor.id])}
+            target = pages.get(number)
+            if target is None:
+                raise TimelineNotFoundError(f"{where} has no page {number}")
+            if target.status != "committed":
+                raise PageTransitionError(f"{where} page {number} is {target.status}")
+            if floor.active_page == number:
+                return floor
+            if not await uow.floors.set_active_page(
+                floor.id, expected=floor.active_page, page=number
+            ):
+                raise StaleStateError(f"{where}: the active page changed meanwhile")
+            lineage = await store.lineage_of(uow, branch)
+            await store.rebuild_head(uow, lineage, floor, target, save_snapshot=False)
+            swiped = replace(floor, active_page=number)
+        self._emit("page.activated", floor_id=floor.id, floor=floor.seq, page=number)
+        return swiped
+
+    # ------------------------------------------------------------------ start-up
+
+    async def recover(self) -> list[Floor]:
+        """On start: floors left ``generating`` and pages left ``pending`` by a crash become
+        ``failed`` (a committed floor keeps its active page). Returns the failed floors."""
+        async with self._storage.unit_of_work() as uow:
+            failed: list[Floor] = []
+            for floor in await uow.floors.in_state("generating"):
+                if await uow.floors.compare_and_set(
+                    floor.id, expected="generating", state="failed", error=INTERRUPTED
+                ):
+                    failed.append(replace(floor, state="failed", error=INTERRUPTED))
+            for page in await uow.pages.in_status("pending"):
+                await uow.pages.compare_and_set(
+                    page.id, expected="pending", status="failed", error=INTERRUPTED
+                )
+        for floor in failed:
+            self._emit("floor.failed", floor_id=floor.id, floor=floor.seq, error=INTERRUPTED)
+        return failed
