@@ -254,6 +254,9 @@ class OpenAIChatStream:
         model = self._model
         timeout = model._timeout(self._request)
         raw = await model._open_stream(self._request)
+        if self._closed:  # closed from another task while the request was being opened
+            await raw.close()
+            raise GenerationError("the stream was closed", retryable=False)
         self._raw = raw
         assembler = StreamAssembler()
         try:

@@ -155,6 +155,7 @@ class FakeOpenAIServer:
         self._stopping = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._counter = 0
+        self._arrived = asyncio.Event()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -234,6 +235,13 @@ class FakeOpenAIServer:
         """The recorded chat-completion requests, in arrival order."""
         return [r for r in self.requests if r.path.endswith("/chat/completions")]
 
+    async def wait_requests(self, count: int, timeout_s: float = 5.0) -> None:
+        """Wait (bounded) until at least ``count`` requests have arrived."""
+        async with asyncio.timeout(timeout_s):
+            while len(self.requests) < count:
+                self._arrived.clear()
+                await self._arrived.wait()
+
     async def wait_done(self, index: int, timeout_s: float = 5.0) -> RecordedRequest:
         """Wait (bounded) until request ``index`` has finished or been abandoned."""
         recorded = self.requests[index]
@@ -247,6 +255,7 @@ class FakeOpenAIServer:
             index=len(self.requests), path=request.path, body=body, headers=dict(request.headers)
         )
         self.requests.append(recorded)
+        self._arrived.set()
         return recorded
 
     async def _models(self, request: web.Request) -> web.StreamResponse:

@@ -229,3 +229,52 @@ async def test_api_key_never_logged_nor_shown(
     assert any("retrying" in r.getMessage() for r in caplog.records)
     assert API_KEY not in caplog.text
     assert API_KEY not in repr(model)
+
+
+async def test_closing_from_another_task_ends_the_consumer_with_generation_error(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    server.script(FakeReply(text="z" * 400, chunk_chars=4, chunk_delay_s=0.05))
+    stream = model.stream(_request())
+    started = asyncio.Event()
+
+    async def consume() -> None:
+        async for _chunk in stream:
+            started.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(started.wait(), 5.0)
+    await stream.aclose()
+    with pytest.raises(GenerationError, match="closed"):
+        await asyncio.wait_for(task, 5.0)
+    assert (await server.wait_done(0)).disconnected
+
+
+async def test_closing_while_the_request_opens_sends_nothing_further(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    server.script(FakeReply(text="late reply", latency_s=0.3))
+    stream = model.stream(_request())
+    chunks: list[str] = []
+
+    async def consume() -> None:
+        async for chunk in stream:
+            chunks.append(chunk.text)
+
+    task = asyncio.create_task(consume())
+    await server.wait_requests(1)
+    await stream.aclose()
+    with pytest.raises(GenerationError, match="closed"):
+        await asyncio.wait_for(task, 5.0)
+    assert chunks == []
+
+
+async def test_closing_before_iterating_sends_no_request(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    stream = model.stream(_request())
+    await stream.aclose()
+    with pytest.raises(GenerationError, match="closed"):
+        async for _chunk in stream:
+            pass
+    assert server.chat_requests == []
