@@ -91,5 +91,5 @@ class RetryPolicy:
             return None
         if retry_after is not None:
             return retry_after if retry_after <= self.retry_after_cap_s else None
-        backoff = self.backoff_base_s * (2**attempt) * (1.0 + self.jitter_fraction * jitter)
+        backoff = self.backoff_base_s * float(2**attempt) * (1.0 + self.jitter_fraction * jitter)
         return min(self.backoff_cap_s, backoff)

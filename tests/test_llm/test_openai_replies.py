@@ -182,3 +182,20 @@ async def test_slow_stream_within_the_timeout_completes(
 
 async def test_list_models(server: FakeOpenAIServer, model: OpenAIChatModel) -> None:
     assert await model.list_models() == ["fake-model"]
+
+
+async def test_metadata_is_never_sent_to_the_server(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    request = ChatRequest(
+        model="",
+        messages=[ChatMessage(role="user", content="hi")],
+        metadata={"character": "Seraphina", "user": "Ava", "slot": "narrator"},
+    )
+    await model.complete(request)
+    stream = model.stream(request)
+    async for _chunk in stream:
+        pass
+    for recorded in server.chat_requests:
+        assert "metadata" not in recorded.body
+        assert "Seraphina" not in str(recorded.body)
