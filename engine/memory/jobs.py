@@ -117,9 +117,9 @@ def backoff_delay(attempts: int, policy: JobPolicy) -> timedelta:
     """The wait after the ``attempts``-th failure: base x 2^(attempts - 1), capped."""
     if attempts <= 0:
         return timedelta(0)
-    exponent = min(attempts - 1, 62)  # big exponents only matter as "at the cap"
-    delay: timedelta = policy.backoff_base * (2**exponent)
-    return min(policy.backoff_cap, delay)
+    # Work in float seconds: a timedelta times a big power of two would overflow.
+    seconds = policy.backoff_base.total_seconds() * 2.0 ** min(attempts - 1, 64)
+    return min(policy.backoff_cap, timedelta(seconds=min(seconds, 1e9)))
 
 
 def lease_expired(state: JobState, now: datetime) -> bool:
