@@ -1,0 +1,206 @@
+"""Asset and memory commands: ``/character``, ``/preset``, ``/worldbook``, ``/regex``, ``/memory``.
+
+Imports take a SillyTavern file as an attachment and need the game-master role; they land in
+the guild's realm and are bound to this channel's session. Switching a preset or attaching a
+world book and the memory commands need service calls the engine does not offer yet
+(``bind_asset``, ``unbind_asset``, ``memories``, ``forget_memory``); they are used as soon as
+the service has them, and until then the commands say so.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import discord
+from discord import app_commands
+
+from adapters.discord.commands.context import (
+    MAX_ATTACHMENT_BYTES,
+    CommandRefused,
+    answer,
+    choices,
+    place_of_interaction,
+    require_binding,
+    require_game_master,
+)
+from adapters.discord.commands.guard import guard
+from engine.turns.api import AssetKind
+
+if TYPE_CHECKING:
+    from adapters.discord.runner import DiscordRunner
+
+NOT_YET = "This engine cannot {what} yet (the service has no `{method}`)."
+MEMORY_LIST_LIMIT = 20
+
+
+async def _import(
+    runner: DiscordRunner, interaction: discord.Interaction, kind: AssetKind, file: Any
+) -> None:
+    place = place_of_interaction(interaction)
+    require_game_master(runner, interaction)
+    if file.size > MAX_ATTACHMENT_BYTES:
+        raise CommandRefused(f"{file.filename} is larger than {MAX_ATTACHMENT_BYTES} bytes.")
+    await interaction.response.defer(ephemeral=True, thinking=True)
+    data = await file.read()
+    was_bound = await runner.sessions.binding(place.key) is not None
+    if not was_bound:
+        # The service imports through a session; importing must not start playing here.
+        await runner.service.open_session(place.key)
+    summary = await runner.service.import_asset(place.key, kind, file.filename, data)
+    runner.catalogue.add(place.key.realm, kind, summary.name)
+    if was_bound:
+        runner.sessions.forget(place.key)
+    else:
+        runner.sessions.unbind(place.key)
+    details = ", ".join(f"{k}: {v}" for k, v in summary.details.items())
+    await answer(
+        interaction, f"Imported {kind} **{summary.name}**" + (f" ({details})" if details else "")
+    )
+
+
+async def _bind(
+    runner: DiscordRunner,
+    interaction: discord.Interaction,
+    kind: AssetKind,
+    name: str,
+    *,
+    attach: bool,
+) -> None:
+    place = place_of_interaction(interaction)
+    require_game_master(runner, interaction)
+    await require_binding(runner, place)
+    method = "bind_asset" if attach else "unbind_asset"
+    call = getattr(runner.service, method, None)
+    if call is None:
+        verb = {"preset": "switch presets", "worldbook": "attach or detach world books"}
+        raise CommandRefused(NOT_YET.format(what=verb.get(kind, f"bind {kind}s"), method=method))
+    await call(place.key, kind, name)
+    runner.sessions.forget(place.key)
+    await answer(interaction, f"{'Using' if attach else 'Detached'} {kind} **{name}**.")
+
+
+def build_assets(runner: DiscordRunner) -> list[app_commands.Group]:
+    """The ``/character``, ``/preset``, ``/worldbook`` and ``/regex`` groups."""
+    service = runner.service
+
+    def completer(kind: AssetKind):  # type: ignore[no-untyped-def]
+        async def complete(interaction: discord.Interaction, current: str) -> list:  # type: ignore[type-arg]
+            place = place_of_interaction(interaction)
+            return choices(await runner.catalogue.names(place.key, kind), current)
+
+        return complete
+
+    character = app_commands.Group(name="character", description="The session's character")
+
+    @character.command(name="import", description="Import a character card (PNG or JSON)")
+    async def character_import(interaction: discord.Interaction, file: discord.Attachment) -> None:
+        async with guard(interaction):
+            await _import(runner, interaction, "card", file)
+
+    @character.command(name="set", description="Play another imported character (game master)")
+    @app_commands.autocomplete(name=completer("card"))
+    async def character_set(interaction: discord.Interaction, name: str) -> None:
+        async with guard(interaction):
+            place = place_of_interaction(interaction)
+            require_game_master(runner, interaction)
+            await require_binding(runner, place)
+            binding = await runner.sessions.bind(place.key, character=name)
+            await answer(interaction, f"🎭 **{binding.character or name}** plays here now.")
+
+    @character.command(name="info", description="Character, preset and world books in use")
+    async def character_info(interaction: discord.Interaction) -> None:
+        async with guard(interaction):
+            place = place_of_interaction(interaction)
+            await require_binding(runner, place)
+            found = await service.session_info(place.key)
+            await answer(
+                interaction,
+                f"Character: **{found.character or '—'}**\nPreset: {found.preset or '—'}\n"
+                f"World books: {', '.join(found.worldbooks) or '—'}",
+            )
+
+    preset = app_commands.Group(name="preset", description="The session's preset")
+
+    @preset.command(name="import", description="Import a SillyTavern preset (JSON)")
+    async def preset_import(interaction: discord.Interaction, file: discord.Attachment) -> None:
+        async with guard(interaction):
+            await _import(runner, interaction, "preset", file)
+
+    @preset.command(name="set", description="Use an imported preset (game master)")
+    @app_commands.autocomplete(name=completer("preset"))
+    async def preset_set(interaction: discord.Interaction, name: str) -> None:
+        async with guard(interaction):
+            await _bind(runner, interaction, "preset", name, attach=True)
+
+    worldbook = app_commands.Group(name="worldbook", description="The session's world books")
+
+    @worldbook.command(name="import", description="Import a SillyTavern world book (JSON)")
+    async def worldbook_import(interaction: discord.Interaction, file: discord.Attachment) -> None:
+        async with guard(interaction):
+            await _import(runner, interaction, "worldbook", file)
+
+    @worldbook.command(name="attach", description="Attach an imported world book (game master)")
+    @app_commands.autocomplete(name=completer("worldbook"))
+    async def worldbook_attach(interaction: discord.Interaction, name: str) -> None:
+        async with guard(interaction):
+            await _bind(runner, interaction, "worldbook", name, attach=True)
+
+    @worldbook.command(name="detach", description="Detach a world book (game master)")
+    @app_commands.autocomplete(name=completer("worldbook"))
+    async def worldbook_detach(interaction: discord.Interaction, name: str) -> None:
+        async with guard(interaction):
+            await _bind(runner, interaction, "worldbook", name, attach=False)
+
+    regex = app_commands.Group(name="regex", description="The session's regex scripts")
+
+    @regex.command(name="import", description="Import SillyTavern regex scripts (JSON)")
+    async def regex_import(interaction: discord.Interaction, file: discord.Attachment) -> None:
+        async with guard(interaction):
+            await _import(runner, interaction, "regex", file)
+
+    return [character, preset, worldbook, regex]
+
+
+def build_memory(runner: DiscordRunner) -> app_commands.Group:
+    """``/memory list|search|forget``."""
+    group = app_commands.Group(name="memory", description="What the story remembers")
+
+    async def memories(interaction: discord.Interaction, query: str | None) -> None:
+        place = place_of_interaction(interaction)
+        await require_binding(runner, place)
+        lister = getattr(runner.service, "memories", None)
+        if lister is None:
+            raise CommandRefused(NOT_YET.format(what="show memories", method="memories"))
+        found = await lister(place.key, place.branch, query=query, limit=MEMORY_LIST_LIMIT)
+        if not found:
+            await answer(
+                interaction, "Nothing remembered" + (f" about “{query}”." if query else ".")
+            )
+            return
+        await answer(interaction, "\n".join(f"`{m.id}` {m.text}" for m in found))
+
+    @group.command(name="list", description="The memories of this branch")
+    async def list_(interaction: discord.Interaction) -> None:
+        async with guard(interaction):
+            await memories(interaction, None)
+
+    @group.command(name="search", description="Memories about something")
+    async def search(interaction: discord.Interaction, query: str) -> None:
+        async with guard(interaction):
+            await memories(interaction, query)
+
+    @group.command(name="forget", description="Forget one memory (game master)")
+    async def forget(interaction: discord.Interaction, memory_id: str) -> None:
+        async with guard(interaction):
+            place = place_of_interaction(interaction)
+            require_game_master(runner, interaction)
+            await require_binding(runner, place)
+            forgetter = getattr(runner.service, "forget_memory", None)
+            if forgetter is None:
+                raise CommandRefused(
+                    NOT_YET.format(what="forget memories", method="forget_memory")
+                )
+            await forgetter(place.key, memory_id)
+            await answer(interaction, f"Forgot memory `{memory_id}`.")
+
+    return group

@@ -1,0 +1,140 @@
+"""What every slash command needs: its place, the caller's rights, and an ephemeral answer.
+
+Reads are open to anyone who can use the command in the channel (Discord only delivers it to
+members who see the channel); writes and imports need the game-master role named in the config
+or Manage Server. Everything is addressed by the interaction's own guild and channel, so nothing
+of one guild is reachable from another.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import discord
+
+from adapters.discord.convert import Place, place_of
+from adapters.discord.sessions import Binding
+from engine.turns.api import AssetKind, SessionKey
+
+if TYPE_CHECKING:
+    from adapters.discord.runner import DiscordRunner
+
+ANSWER_LIMIT = 1_900  # leaves room under Discord's 2000 for a "truncated" note
+MAX_CHOICES = 25  # Discord's autocomplete limit
+MAX_ATTACHMENT_BYTES = 8 * 1024 * 1024
+
+NOT_BOUND = "This channel is not bound to a session. A game master can use `/tavern start`."
+NEEDS_GM = "You need the **{role}** role or Manage Server for that."
+
+
+class CommandRefused(Exception):
+    """A command cannot go on; the message is shown to the caller."""
+
+
+def place_of_interaction(interaction: discord.Interaction) -> Place:
+    """The place a command was used in."""
+    place = place_of(interaction.channel, interaction.user.id)
+    if place is None:
+        raise CommandRefused("Commands work in text channels, threads and DMs only.")
+    return place
+
+
+def is_game_master(interaction: discord.Interaction, role_name: str) -> bool:
+    """Game-master role, Manage Server, or the owner of a private (DM) session."""
+    if interaction.guild is None:
+        return True
+    if interaction.permissions.manage_guild:
+        return True
+    user = interaction.user
+    roles = getattr(user, "roles", [])
+    return any(role.name == role_name for role in roles)
+
+
+def require_game_master(runner: DiscordRunner, interaction: discord.Interaction) -> None:
+    """Raise CommandRefused unless the caller may write."""
+    if not is_game_master(interaction, runner.options.game_master_role):
+        raise CommandRefused(NEEDS_GM.format(role=runner.options.game_master_role))
+
+
+async def require_binding(runner: DiscordRunner, place: Place) -> Binding:
+    """The place's binding, or CommandRefused when the channel is not bound."""
+    binding = await runner.sessions.binding(place.key)
+    if binding is None:
+        raise CommandRefused(NOT_BOUND)
+    await runner.sessions.ensure_branch(place, binding)
+    return binding
+
+
+def clip(text: str, limit: int = ANSWER_LIMIT) -> str:
+    """Shorten an answer to fit one message."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 20].rstrip() + "\n… (truncated)"
+
+
+def show_value(value: Any) -> str:
+    """A variable's value as one line of text."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def parse_value(text: str) -> Any:
+    """A typed value from command text: JSON when it parses (numbers, lists...), else text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def as_file(name: str, data: bytes | str | Mapping[str, Any]) -> discord.File:
+    """An attachment for an answer."""
+    if isinstance(data, Mapping):
+        data = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+    raw = data.encode() if isinstance(data, str) else data
+    return discord.File(io.BytesIO(raw), filename=name)
+
+
+async def answer(
+    interaction: discord.Interaction, text: str, *, file: discord.File | None = None
+) -> None:
+    """Answer ephemerally (a follow-up when the interaction was already deferred)."""
+    kwargs: dict[str, Any] = {"ephemeral": True}
+    if file is not None:
+        kwargs["file"] = file
+    if interaction.response.is_done():
+        await interaction.followup.send(clip(text), **kwargs)
+    else:
+        await interaction.response.send_message(clip(text), **kwargs)
+
+
+class Catalogue:
+    """Asset names per realm for autocomplete (the service's ``list_assets`` when it has one)."""
+
+    def __init__(self, runner: DiscordRunner) -> None:
+        self.runner = runner
+        self._names: dict[tuple[str, AssetKind], set[str]] = {}
+
+    def add(self, realm: str, kind: AssetKind, name: str) -> None:
+        """Remember an asset imported into ``realm``."""
+        self._names.setdefault((realm, kind), set()).add(name)
+
+    async def names(self, key: SessionKey, kind: AssetKind) -> list[str]:
+        """Asset names of ``kind`` visible in the realm of ``key``."""
+        lister = getattr(self.runner.service, "list_assets", None)
+        found = set(self._names.get((key.realm, kind), set()))
+        if lister is not None:
+            found.update(await lister(key, kind))
+        return sorted(found)
+
+
+def choices(names: list[str], current: str) -> list[discord.app_commands.Choice[str]]:
+    """Autocomplete choices matching what was typed so far."""
+    typed = current.casefold()
+    matching = [n for n in names if typed in n.casefold()]
+    return [discord.app_commands.Choice(name=n[:100], value=n[:100]) for n in matching][
+        :MAX_CHOICES
+    ]

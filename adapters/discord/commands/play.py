@@ -1,0 +1,203 @@
+"""Playing commands: ``/tavern``, ``/session``, ``/persona``, ``/preview``, ``/dryrun`` and the
+message command "Branch from here"."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+import discord
+from discord import app_commands
+
+from adapters.discord.commands.context import (
+    CommandRefused,
+    answer,
+    as_file,
+    choices,
+    place_of_interaction,
+    require_binding,
+    require_game_master,
+)
+from adapters.discord.commands.guard import guard
+from adapters.discord.convert import place_of
+
+if TYPE_CHECKING:
+    from adapters.discord.runner import DiscordRunner
+
+PolicyChoice = Literal["every_message", "mention", "quiet_period"]
+THREAD_NAME_LIMIT = 100
+EXISTING_THREAD = 160004
+
+
+def build_tavern(runner: DiscordRunner) -> app_commands.Group:
+    """``/tavern start character:<name> [policy]`` and ``/tavern stop``."""
+    group = app_commands.Group(name="tavern", description="Bind this channel to a role-play")
+
+    async def characters(interaction: discord.Interaction, current: str) -> list:  # type: ignore[type-arg]
+        place = place_of_interaction(interaction)
+        return choices(await runner.catalogue.names(place.key, "card"), current)
+
+    @group.command(name="start", description="Play here with a character (game master)")
+    @app_commands.autocomplete(character=characters)
+    async def start(
+        interaction: discord.Interaction, character: str, policy: PolicyChoice | None = None
+    ) -> None:
+        async with guard(interaction):
+            place = place_of_interaction(interaction)
+            require_game_master(runner, interaction)
+            if place.is_thread:
+                raise CommandRefused("Start in the channel itself; threads become its branches.")
+            binding = await runner.sessions.bind(place.key, character=character, policy=policy)
+            await answer(
+                interaction,
+                f"🎭 **{binding.character or character}** plays here now "
+                f"(replies: {binding.policy}). Session `{place.key.realm}/{place.key.key}`.",
+            )
+
+    @group.command(name="stop", description="Stop playing here; the story is kept (game master)")
+    async def stop(interaction: discord.Interaction) -> None:
+        async with guard(interaction):
+            place = place_of_interaction(interaction)
+            require_game_master(runner, interaction)
+            await require_binding(runner, place)
+            runner.sessions.unbind(place.key)
+            closer = getattr(runner.service, "close_session", None)
+            if closer is not None:
+                await closer(place.key)
+            await answer(interaction, "The tavern is closed here. `/tavern start` to reopen.")
+
+    return group
+
+
+def build_session(runner: DiscordRunner) -> app_commands.Group:
+    """``/session info|export|reset``."""
+    group = app_commands.Group(name="session", description="This channel's session")
+    service = runner.service
+
+    @group.command(name="info", description="Session key, character, preset and branches")
+    async def info(interaction: discord.Interaction) -> None:
+        async with guard(interaction):
+            place = place_of_interaction(interaction)
+            binding = await require_binding(runner, place)
+            found = await service.session_info(place.key)
+            branches = ", ".join(
+                f"`{b.name}` ({b.floors} floors"
+                + (f", from `{b.parent}` after {b.fork_floor}" if b.parent else "")
+                + ")"
+                for b in found.branches
+            )
+            await answer(
+                interaction,
+                f"Session `{found.key.platform}/{found.key.realm}/{found.key.key}`\n"
+                f"Character: {found.character or '—'} · Preset: {found.preset or '—'} · "
+                f"World books: {', '.join(found.worldbooks) or '—'}\n"
+                f"Replies: {binding.policy} · Prompt: {found.prompt_mode} · "
+                f"Macros in messages: {found.macro_mode}\n"
+                f"This branch: `{place.branch}` · Branches: {branches}",
+            )
+
+    @group.command(name="export", description="This branch as a SillyTavern chat (JSONL)")
+    async def export(interaction: discord.Interaction) -> None:
+        async with guard(interaction):
+            place = place_of_interaction(interaction)
+            await require_binding(runner, place)
+            await interaction.response.defer(ephemeral=True, thinking=True)
+            data = await service.export_chat(place.key, place.branch)
+            name = f"{place.key.key}-{place.branch}.jsonl"
+            await answer(
+                interaction, f"Exported branch `{place.branch}`.", file=as_file(name, data)
+            )
+
+    @group.command(name="reset", description="Start over on a fresh main branch (game master)")
+    async def reset(interaction: discord.Interaction) -> None:
+        async with guard(interaction):
+            place = place_of_interaction(interaction)
+            require_game_master(runner, interaction)
+            await require_binding(runner, place)
+            await service.reset(place.key)
+            runner.sessions.forget(place.key)
+            runner.turns.forget_session(place.key)
+            await answer(interaction, "The story starts over. Earlier floors are kept, hidden.")
+
+    return group
+
+
+def build_persona(runner: DiscordRunner) -> app_commands.Group:
+    """``/persona set name description`` and ``/persona show`` (your own, per guild)."""
+    group = app_commands.Group(name="persona", description="Who you play in this server")
+
+    @group.command(name="set", description="Your character's name (and description) here")
+    async def set_(interaction: discord.Interaction, name: str, description: str = "") -> None:
+        async with guard(interaction):
+            place = place_of_interaction(interaction)
+            if not name.strip():
+                raise CommandRefused("A persona needs a name.")
+            await runner.personas.set(place.key, str(interaction.user.id), name, description)
+            await answer(interaction, f"You play **{name.strip()}** in this server now.")
+
+    @group.command(name="show", description="Your persona here")
+    async def show(interaction: discord.Interaction) -> None:
+        async with guard(interaction):
+            place = place_of_interaction(interaction)
+            found = runner.personas.describe(place.key.realm, str(interaction.user.id))
+            if found is None:
+                await answer(interaction, "No persona: you play under your display name.")
+                return
+            await answer(interaction, f"**{found[0]}** — {found[1] or 'no description'}")
+
+    return group
+
+
+def build_tools(runner: DiscordRunner) -> list[app_commands.Command]:  # type: ignore[type-arg]
+    """``/preview text`` and ``/dryrun [text]``."""
+    service = runner.service
+
+    @app_commands.command(name="preview", description="Evaluate macros in a text (nothing saved)")
+    async def preview(interaction: discord.Interaction, text: str) -> None:
+        async with guard(interaction):
+            place = place_of_interaction(interaction)
+            await require_binding(runner, place)
+            shown = await service.preview(place.key, place.branch, text)
+            await answer(interaction, shown or "(empty)")
+
+    @app_commands.command(name="dryrun", description="The prompt the next reply would use")
+    async def dryrun(interaction: discord.Interaction, text: str = "") -> None:
+        async with guard(interaction):
+            place = place_of_interaction(interaction)
+            await require_binding(runner, place)
+            await interaction.response.defer(ephemeral=True, thinking=True)
+            found = await service.dry_run(place.key, place.branch, text)
+            count = len(found.get("messages", []))
+            await answer(
+                interaction,
+                f"Assembled prompt: {count} messages.",
+                file=as_file("dryrun.json", found),
+            )
+
+    return [preview, dryrun]
+
+
+def build_branch_here(runner: DiscordRunner) -> app_commands.ContextMenu:
+    """The message command "Branch from here": opens a thread that forks at that message."""
+
+    async def branch_here(interaction: discord.Interaction, message: discord.Message) -> None:
+        async with guard(interaction):
+            place = place_of(message.channel, interaction.user.id)
+            if place is None or place.is_thread:
+                raise CommandRefused("Branch from a message in the channel, not in a thread.")
+            await require_binding(runner, place)
+            ref = await runner.service.resolve_message(place.key, str(message.id))
+            label = f"floor {ref.floor}" if ref is not None else "latest floor"
+            name = f"Branch from {label}"[:THREAD_NAME_LIMIT]
+            try:
+                thread = await message.create_thread(name=name)
+            except discord.HTTPException as exc:
+                if exc.code == EXISTING_THREAD:
+                    raise CommandRefused("That message already has a branch.") from exc
+                raise
+            thread_place = place_of(thread, interaction.user.id)
+            binding = await require_binding(runner, place)
+            assert thread_place is not None
+            await runner.sessions.ensure_branch(thread_place, binding)
+            await answer(interaction, f"🌿 Branch {thread.mention} forks after the {label}.")
+
+    return app_commands.ContextMenu(name="Branch from here", callback=branch_here)

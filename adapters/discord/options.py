@@ -1,0 +1,47 @@
+"""The Discord front end's settings, as plain values (the composition root fills them in)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+ReplyPolicy = Literal["every_message", "mention", "quiet_period"]
+
+DEFAULT_EDIT_INTERVAL_S = 1.0
+DEFAULT_EDIT_RATE_PER_S = 8.0
+DEFAULT_EDIT_BURST = 8
+DEFAULT_DELIVERY_ATTEMPTS = 6
+DEFAULT_REDELIVERY_ROUNDS = 5
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiscordOptions:
+    """How the Discord front end connects and behaves.
+
+    ``api_base`` (``https://host/api/v10``) and ``gateway_url`` (``wss://host/``) point
+    discord.py at a REST proxy or a test server. ``channels`` binds channel ids to character
+    names at start. Streaming edits share one budget: at most one edit per ``edit_interval_s``
+    in a channel and ``edit_rate_per_s`` (bursts of ``edit_burst``) across all channels.
+    """
+
+    token: str
+    api_base: str | None = None
+    gateway_url: str | None = None
+    game_master_role: str = "Game Master"
+    allow_dms: bool = True
+    reply_policy: ReplyPolicy = "quiet_period"
+    quiet_period_s: float = 8.0
+    channels: Mapping[str, str] = field(default_factory=dict)
+    members_intent: bool = False
+    command_guilds: tuple[int, ...] = ()
+    sync_commands: bool = True
+    webhook_name: str = "tavernbot"
+    edit_interval_s: float = DEFAULT_EDIT_INTERVAL_S
+    edit_rate_per_s: float = DEFAULT_EDIT_RATE_PER_S
+    edit_burst: int = DEFAULT_EDIT_BURST
+    delivery_attempts: int = DEFAULT_DELIVERY_ATTEMPTS
+    delivery_backoff_s: float = 0.5
+    redelivery_rounds: int = DEFAULT_REDELIVERY_ROUNDS
+    redelivery_delay_s: float = 5.0
+    guild_ready_timeout_s: float = 2.0

@@ -1,0 +1,123 @@
+"""Reactions on the latest reply: 🔄 regenerate, ◀️ previous page, ▶️ next page.
+
+Allowed for the speakers of that floor and for members with Manage Messages there; anyone
+else's reaction is removed (when the bot may) or ignored. Reactions on older replies, on
+messages that are not replies and with other emoji are ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import replace
+
+import discord
+
+from adapters.discord.convert import Place, place_of
+from adapters.discord.sessions import Sessions
+from adapters.discord.stream import Delivered
+from adapters.discord.turns import ReplyRecord, Turns
+from engine.errors import EngineError
+from engine.turns.api import RoleplayService
+
+_log = logging.getLogger(__name__)
+REGENERATE = "🔄"
+PREVIOUS = "◀"
+NEXT = "▶"
+VARIATION_SELECTOR = "\ufe0f"
+
+
+def action_of(emoji: str) -> str | None:
+    """``regenerate``, ``previous``, ``next`` or None for any other emoji."""
+    bare = emoji.replace(VARIATION_SELECTOR, "")
+    return {REGENERATE: "regenerate", PREVIOUS: "previous", NEXT: "next"}.get(bare)
+
+
+class Reactions:
+    """Turns reactions into regenerations and swipes (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        client: discord.Client,
+        service: RoleplayService,
+        sessions: Sessions,
+        turns: Turns,
+    ) -> None:
+        self.client = client
+        self.service = service
+        self.sessions = sessions
+        self.turns = turns
+        self.ignored = 0
+
+    async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        """Handle one added reaction."""
+        me = self.client.user
+        if me is not None and payload.user_id == me.id:
+            return
+        action = action_of(str(payload.emoji))
+        channel = self.client.get_channel(payload.channel_id)
+        if action is None or channel is None:
+            return
+        place = place_of(channel, payload.user_id)
+        if place is None or await self.sessions.binding(place.key) is None:
+            return
+        record = await self._record(place, payload.message_id)
+        if record is None or not await self._is_latest(record):
+            self.ignored += 1
+            return
+        if not self._allowed(channel, record, payload):
+            self.ignored += 1
+            await self._remove(channel, payload)
+            return
+        try:
+            if action == "regenerate":
+                await self.turns.regenerate(record)
+            else:
+                await self.turns.swipe(record, -1 if action == "previous" else 1)
+        except EngineError as exc:
+            _log.info("reaction %s refused: %s", action, exc)
+        await self._remove(channel, payload)
+
+    async def _record(self, place: Place, message_id: int) -> ReplyRecord | None:
+        record = self.turns.by_message.get(message_id)
+        if record is not None:
+            return record
+        # Not seen since the bot started: ask the service what the message shows.
+        ref = await self.service.resolve_message(place.key, str(message_id))
+        if ref is None or ref.role != "assistant":
+            return None
+        return ReplyRecord(
+            place=replace(place, branch=ref.branch),
+            floor=ref.floor,
+            page=ref.page or 1,
+            pages=ref.page or 1,
+            speakers=frozenset(),
+            delivered=Delivered(message_ids=[message_id], texts=[""], webhook_id=None),
+        )
+
+    async def _is_latest(self, record: ReplyRecord) -> bool:
+        place = record.place
+        views = await self.service.history(place.key, place.branch, limit=1)
+        return bool(views) and views[-1].floor == record.floor
+
+    def _allowed(
+        self, channel: object, record: ReplyRecord, payload: discord.RawReactionActionEvent
+    ) -> bool:
+        if str(payload.user_id) in record.speakers:
+            return True
+        member = payload.member
+        if member is None or not isinstance(channel, discord.abc.GuildChannel | discord.Thread):
+            # In a DM the only human is the speaker.
+            return payload.guild_id is None
+        return channel.permissions_for(member).manage_messages
+
+    async def _remove(self, channel: object, payload: discord.RawReactionActionEvent) -> None:
+        """Take a user's reaction off again when the bot may (tidy buttons, refused users)."""
+        if not isinstance(channel, discord.TextChannel | discord.Thread):
+            return
+        if not channel.permissions_for(channel.guild.me).manage_messages:
+            return
+        partial = channel.get_partial_message(payload.message_id)
+        with contextlib.suppress(discord.HTTPException):
+            await partial.remove_reaction(payload.emoji, discord.Object(payload.user_id))

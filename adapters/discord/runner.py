@@ -1,0 +1,171 @@
+"""DiscordRunner: builds the Discord front end around a RoleplayService and runs it.
+
+The runner owns the discord.py client, its background tasks and the adapter's parts (sessions,
+outlets, the edit budget, the reply collector, turns, reactions, commands). ``api_base`` and
+``gateway_url`` point discord.py at a REST proxy or a test server: discord.py builds every REST
+URL (webhooks and interaction callbacks included) from ``Route.BASE`` and connects a plain client
+to ``DiscordWebSocket.DEFAULT_GATEWAY``, so the runner sets both while it runs and restores them
+on close. They are process-wide, so run one redirected runner per process at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+import discord
+import discord.gateway
+import discord.http
+import yarl
+
+from adapters.discord.budget import EditBudget
+from adapters.discord.client import TavernClient
+from adapters.discord.commands import register_commands
+from adapters.discord.commands.context import Catalogue
+from adapters.discord.convert import session_key
+from adapters.discord.events import Events
+from adapters.discord.options import DiscordOptions
+from adapters.discord.outlets import Outlets
+from adapters.discord.personas import Personas
+from adapters.discord.policy import Collector
+from adapters.discord.reactions import Reactions
+from adapters.discord.sessions import Sessions
+from adapters.discord.tasks import TaskOwner
+from adapters.discord.turns import Turns
+from engine.errors import ConfigurationError
+from engine.turns.api import RoleplayService
+
+_log = logging.getLogger(__name__)
+SHUTDOWN_GRACE_S = 5.0
+
+
+def point_discordpy_at(api_base: str | None, gateway_url: str | None) -> Callable[[], None]:
+    """Redirect discord.py's REST base and gateway; returns the function that undoes it."""
+    old_base = discord.http.Route.BASE
+    old_gateway = discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
+    if api_base:
+        discord.http.Route.BASE = api_base.rstrip("/")
+    if gateway_url:
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
+
+    def restore() -> None:
+        discord.http.Route.BASE = old_base
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = old_gateway
+
+    return restore
+
+
+class DiscordRunner:
+    """The Discord front end (see the module docstring)."""
+
+    def __init__(self, service: RoleplayService, options: DiscordOptions) -> None:
+        if not options.token:
+            raise ConfigurationError("[discord] token is empty; set it or DISCORD_TOKEN")
+        self.service = service
+        self.options = options
+        self.errors: list[BaseException] = []
+        self.tasks = TaskOwner("discord")
+        self._gateway_tasks = TaskOwner("discord-gateway")
+        self.client = TavernClient(self, options)
+        self.budget = EditBudget(
+            rate_per_s=options.edit_rate_per_s,
+            burst=options.edit_burst,
+            channel_interval_s=options.edit_interval_s,
+        )
+        self.sessions = Sessions(service, default_policy=options.reply_policy)
+        self.outlets = Outlets(self.client, webhook_name=options.webhook_name)
+        self.personas = Personas(service)
+        self.turns = Turns(
+            client=self.client,
+            service=service,
+            sessions=self.sessions,
+            outlets=self.outlets,
+            budget=self.budget,
+            tasks=self.tasks,
+            options=options,
+        )
+        self.collector = Collector(self.turns.floor, self.tasks)
+        self.events = Events(
+            client=self.client,
+            service=service,
+            sessions=self.sessions,
+            turns=self.turns,
+            collector=self.collector,
+            personas=self.personas,
+            options=options,
+        )
+        self.reactions = Reactions(
+            client=self.client, service=service, sessions=self.sessions, turns=self.turns
+        )
+        self.catalogue = Catalogue(self)
+        register_commands(self)
+        self._restore: Callable[[], None] | None = None
+        self._connection: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        """Log in and connect in the background (returns once the login succeeded)."""
+        self._restore = point_discordpy_at(self.options.api_base, self.options.gateway_url)
+        try:
+            await self.client.login(self.options.token)
+        except discord.LoginFailure as exc:
+            self._undo_redirect()
+            raise ConfigurationError(f"[discord] token was refused: {exc}") from exc
+        self._connection = self._gateway_tasks.spawn(
+            self.client.connect(reconnect=True), name="connect"
+        )
+
+    async def wait_ready(self, wait_s: float) -> None:
+        """Wait until the gateway is ready (guilds received)."""
+        await asyncio.wait_for(self.client.wait_until_ready(), wait_s)
+
+    async def run(self) -> None:
+        """Start and serve until the connection ends or close() is called."""
+        await self.start()
+        assert self._connection is not None
+        try:
+            await self._connection
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        """Let running turns finish (briefly), then disconnect and cancel every owned task."""
+        await self.tasks.drain(SHUTDOWN_GRACE_S)
+        await self.client.close()
+        if self._connection is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(self._connection), SHUTDOWN_GRACE_S)
+        await self.tasks.close()
+        await self._gateway_tasks.close()
+        self._undo_redirect()
+
+    def _undo_redirect(self) -> None:
+        if self._restore is not None:
+            self._restore()
+            self._restore = None
+
+    # ------------------------------------------------------------------ client hooks
+    async def setup(self) -> None:
+        """Before connecting: publish the slash commands."""
+        if not self.options.sync_commands:
+            return
+        tree = self.client.tree
+        if self.options.command_guilds:
+            for guild_id in self.options.command_guilds:
+                guild = discord.Object(guild_id)
+                tree.copy_global_to(guild=guild)
+                await tree.sync(guild=guild)
+        else:
+            await tree.sync()
+
+    async def on_ready(self) -> None:
+        """Bind the channels named in the config."""
+        for channel_id, character in self.options.channels.items():
+            channel = self.client.get_channel(int(channel_id))
+            if not isinstance(channel, discord.TextChannel):
+                _log.warning("configured channel %s is not a text channel I can see", channel_id)
+                continue
+            key = session_key(channel.guild.id, channel.id)
+            await self.sessions.bind(key, character=character or None)

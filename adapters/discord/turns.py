@@ -1,0 +1,250 @@
+"""Turns on Discord: a floor of lines -> one streamed reply; regenerate and swipe that reply.
+
+One generation at a time per branch (a lock per branch; lines arriving meanwhile wait for the
+next floor). The reply streams into messages while the model writes, then shows the final page,
+with a small ``‹ n/m ›`` marker when the floor has several pages. Every message is linked to its
+floor and page in the service, so reactions, threads and deletions find their way back. A reply
+that Discord refused after every retry is kept and delivered again later; it is never generated
+a second time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import discord
+
+from adapters.discord.budget import EditBudget
+from adapters.discord.convert import Place
+from adapters.discord.options import DiscordOptions
+from adapters.discord.outlets import DeliveryError, Outlet, OutletGoneError, Outlets
+from adapters.discord.sessions import Binding, Sessions
+from adapters.discord.stream import Delivered, ReplyStream
+from adapters.discord.tasks import TaskOwner
+from engine.errors import EngineError
+from engine.turns.api import PlatformRef, ReplyView, RoleplayService, SessionKey, UserLine
+
+_log = logging.getLogger(__name__)
+TYPING_REFRESH_S = 8.0  # Discord shows "typing" for about 10 s per request
+MAX_TRACKED_REPLIES = 10_000
+MAX_SELF_DELETED = 10_000
+
+
+def page_marker(page: int, pages: int) -> str:
+    """The small marker under a reply with several pages."""
+    return f"\n-# ‹ {page}/{pages} ›" if pages > 1 else ""
+
+
+def render(view: ReplyView) -> str:
+    """A page as shown on Discord."""
+    return (view.text or "…") + page_marker(view.page, view.pages)
+
+
+@dataclass
+class ReplyRecord:
+    """The latest reply of a branch: its floor, page, speakers and the messages showing it."""
+
+    place: Place
+    floor: int
+    page: int
+    pages: int
+    speakers: frozenset[str]
+    delivered: Delivered
+
+
+class Turns:
+    """Runs floors, regenerations and swipes for bound places (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        client: discord.Client,
+        service: RoleplayService,
+        sessions: Sessions,
+        outlets: Outlets,
+        budget: EditBudget,
+        tasks: TaskOwner,
+        options: DiscordOptions,
+    ) -> None:
+        self.client = client
+        self.service = service
+        self.sessions = sessions
+        self.outlets = outlets
+        self.budget = budget
+        self.tasks = tasks
+        self.options = options
+        self._locks: dict[tuple[SessionKey, str], asyncio.Lock] = {}
+        self.latest: dict[tuple[SessionKey, str], ReplyRecord] = {}
+        self.by_message: OrderedDict[int, ReplyRecord] = OrderedDict()
+        self.self_deleted: OrderedDict[int, None] = OrderedDict()
+        self.undelivered = 0
+        self.service_s = 0.0
+
+    def forget_session(self, key: SessionKey) -> None:
+        """Drop what is remembered of a session's replies (after a reset)."""
+        for place_key in [k for k in self.latest if k[0] == key]:
+            del self.latest[place_key]
+        for message_id in [m for m, r in self.by_message.items() if r.place.key == key]:
+            del self.by_message[message_id]
+
+    def branch_lock(self, key: SessionKey, branch: str) -> asyncio.Lock:
+        """The lock that keeps one generation at a time on a branch."""
+        return self._locks.setdefault((key, branch), asyncio.Lock())
+
+    # ------------------------------------------------------------------ floors
+    async def floor(self, place: Place, lines: list[UserLine]) -> None:
+        """Record ``lines`` as one floor and deliver the reply (the collector's flush)."""
+        binding = await self.sessions.binding(place.key)
+        if binding is None or not lines:
+            return
+        await self.sessions.ensure_branch(place, binding)
+        async with self.branch_lock(place.key, place.branch):
+            stream = await self._stream(place, binding, previous=None)
+            started = asyncio.get_running_loop().time()
+            try:
+                async with self._typing(place):
+                    view = await self.service.respond(
+                        place.key, place.branch, lines, on_text=stream.update
+                    )
+            except EngineError as exc:
+                _log.warning("respond failed in %s: %s", place.key, exc)
+                await self._fail(stream, exc)
+                return
+            finally:
+                self.service_s += asyncio.get_running_loop().time() - started
+            binding.character, binding.avatar_url = view.character, view.avatar_url
+            speakers = frozenset(line.speaker.id for line in lines)
+            record = ReplyRecord(place, view.floor, view.page, view.pages, speakers, Delivered())
+            await self._deliver(stream, record, view)
+        for line in lines:
+            if line.ref is not None:
+                user_ref = PlatformRef(
+                    branch=view.branch, floor=view.floor, page=None, role="user"
+                )
+                await self.service.link_message(place.key, line.ref, user_ref)
+
+    async def regenerate(self, record: ReplyRecord) -> None:
+        """Add a page to the latest floor and show it in the reply's messages."""
+        place = record.place
+        binding = await self.sessions.binding(place.key)
+        if binding is None:
+            return
+        async with self.branch_lock(place.key, place.branch):
+            stream = await self._stream(place, binding, previous=record.delivered)
+            try:
+                async with self._typing(place):
+                    view = await self.service.regenerate(
+                        place.key, place.branch, on_text=stream.update
+                    )
+            except EngineError as exc:
+                await self._fail(stream, exc)
+                return
+            new = ReplyRecord(
+                place, view.floor, view.page, view.pages, record.speakers, Delivered()
+            )
+            await self._deliver(stream, new, view)
+
+    async def swipe(self, record: ReplyRecord, step: int) -> None:
+        """Show the previous (-1) or next (+1) page of the latest floor."""
+        place = record.place
+        binding = await self.sessions.binding(place.key)
+        if binding is None:
+            return
+        async with self.branch_lock(place.key, place.branch):
+            view = await self.service.swipe(place.key, place.branch, step)
+            stream = await self._stream(place, binding, previous=record.delivered)
+            new = ReplyRecord(
+                place, view.floor, view.page, view.pages, record.speakers, Delivered()
+            )
+            await self._deliver(stream, new, view)
+
+    # ------------------------------------------------------------------ delivery
+    async def _stream(
+        self, place: Place, binding: Binding, *, previous: Delivered | None
+    ) -> ReplyStream:
+        name = binding.character or "Narrator"
+
+        async def reopen() -> Outlet:
+            self.outlets.invalidate(place.channel_id)
+            return await self.outlets.outlet(place, name, binding.avatar_url)
+
+        outlet = await self.outlets.outlet(place, name, binding.avatar_url)
+        return ReplyStream(
+            outlet=outlet,
+            reopen=reopen,
+            budget=self.budget,
+            budget_key=place.thread_id or place.channel_id,
+            tasks=self.tasks,
+            attempts=self.options.delivery_attempts,
+            backoff_s=self.options.delivery_backoff_s,
+            previous=previous,
+            on_delete=self._note_self_delete,
+        )
+
+    def _note_self_delete(self, message_id: int) -> None:
+        self.self_deleted[message_id] = None
+        while len(self.self_deleted) > MAX_SELF_DELETED:
+            self.self_deleted.popitem(last=False)
+
+    async def _deliver(self, stream: ReplyStream, record: ReplyRecord, view: ReplyView) -> None:
+        text = render(view)
+        try:
+            record.delivered = await stream.finish(text)
+        except (DeliveryError, OutletGoneError) as exc:
+            self.undelivered += 1
+            _log.error("reply not delivered yet in %s: %s", record.place.key, exc)
+            self.tasks.spawn(self._redeliver(stream, record, view), name="redeliver")
+            return
+        await self._registered(record, view)
+
+    async def _redeliver(self, stream: ReplyStream, record: ReplyRecord, view: ReplyView) -> None:
+        """Deliver the same text again later; the model is never called again for it."""
+        for _ in range(self.options.redelivery_rounds):
+            await asyncio.sleep(self.options.redelivery_delay_s)
+            try:
+                record.delivered = await stream.finish(render(view))
+            except (DeliveryError, OutletGoneError) as exc:
+                _log.warning("redelivery failed: %s", exc)
+                continue
+            self.undelivered -= 1
+            await self._registered(record, view)
+            return
+        _log.error("gave up delivering floor %s of %s", view.floor, record.place.key)
+
+    async def _registered(self, record: ReplyRecord, view: ReplyView) -> None:
+        place = record.place
+        self.latest[(place.key, place.branch)] = record
+        ref = PlatformRef(branch=view.branch, floor=view.floor, page=view.page, role="assistant")
+        for message_id in record.delivered.message_ids:
+            self.by_message[message_id] = record
+            await self.service.link_message(place.key, str(message_id), ref)
+        while len(self.by_message) > MAX_TRACKED_REPLIES:
+            self.by_message.popitem(last=False)
+
+    async def _fail(self, stream: ReplyStream, exc: EngineError) -> None:
+        with contextlib.suppress(EngineError):
+            if stream.shown.message_ids or stream.outlet is not None:
+                await stream.finish(f"*(no reply: {exc})*")
+
+    @contextlib.asynccontextmanager
+    async def _typing(self, place: Place) -> AsyncIterator[None]:
+        channel = self.client.get_channel(place.thread_id or place.channel_id)
+
+        async def keep_typing() -> None:
+            while isinstance(channel, discord.abc.Messageable):
+                try:
+                    await channel.typing()
+                except (discord.HTTPException, OSError) as exc:
+                    _log.debug("typing indicator failed: %s", exc)
+                await asyncio.sleep(TYPING_REFRESH_S)
+
+        task = self.tasks.spawn(keep_typing(), name="typing")
+        try:
+            yield
+        finally:
+            task.cancel()
