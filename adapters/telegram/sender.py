@@ -99,23 +99,26 @@ class ReplyWriter:
         self._flushed = ""
         self._last_flush = 0.0
         self._wake = asyncio.Event()
+        self._close_event = asyncio.Event()
         self._closed = False
         self._tasks: set[asyncio.Task[Any]] = set()
 
     async def __aenter__(self) -> ReplyWriter:
-        for job in (self._typing(), self._flusher()):
-            task = asyncio.create_task(job)
-            self._tasks.add(task)
+        self._tasks.add(asyncio.create_task(self._typing(), name="typing"))
+        self._tasks.add(asyncio.create_task(self._flusher(), name="flusher"))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self._stop()
 
     async def _stop(self) -> None:
+        # The flusher is never cancelled mid-request (a message Telegram created but whose id
+        # never came back would be shown twice); it sees the close and returns between sends.
         self._closed = True
         self._wake.set()
+        self._close_event.set()
         for task in self._tasks:
-            if not task.done():
+            if task.get_name() == "typing" and not task.done():
                 task.cancel()
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
@@ -144,7 +147,10 @@ class ReplyWriter:
                 return
             wait = self._last_flush + self._interval - time.monotonic()
             if wait > 0:
-                await asyncio.sleep(wait)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._close_event.wait(), wait)
+            if self._closed:
+                return
             text = self._latest
             if text == self._flushed or not text.strip():
                 continue

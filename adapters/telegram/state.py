@@ -55,6 +55,8 @@ class ChatState:
         self._branches: dict[SessionKey, str] = {}
         self._admins: dict[tuple[int, int], tuple[bool, float]] = {}
         self._seen: OrderedDict[int, None] = OrderedDict()
+        self.characters: dict[SessionKey, str] = {}
+        """The character who spoke last in each session (the group reply prefix)."""
 
     # ----------------------------------------------------------------- ordering
     @contextlib.asynccontextmanager

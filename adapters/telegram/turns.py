@@ -34,7 +34,8 @@ class Turns:
     def _speaker(self, where: Where) -> str | None:
         if where.private:
             return None
-        return (where.info.character if where.info else None) or "…"
+        known = where.info.character if where.info else None
+        return known or self.state.characters.get(where.key)
 
     async def respond(self, bot: Bot, where: Where, lines: Sequence[UserLine]) -> ReplyView | None:
         """Record ``lines`` as a new floor and stream the reply; None when the turn failed."""
@@ -107,6 +108,7 @@ class Turns:
         return list(shown_at)
 
     async def _finish(self, bot: Bot, where: Where, writer: ReplyWriter, view: ReplyView) -> None:
+        self.state.characters[where.key] = view.character
         if not where.private:
             writer.speaker = view.character
         markup = swipe_keyboard(where.branch, view.page, view.pages)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -13,12 +14,34 @@ from tests.fakes.roleplay import FakeRoleplayService
 from tests.fakes.telegram import FakeTelegramServer
 
 TEST_LIFETIME_S = 60.0
+CHUNK_PAUSE_S = 0.01
+
+
+class StreamingService(FakeRoleplayService):
+    """The in-memory service, pausing between streamed chunks like a real model does."""
+
+    @staticmethod
+    def _paced(on_text: Any) -> Any:
+        if on_text is None:
+            return None
+
+        async def paced(text: str) -> None:
+            await on_text(text)
+            await asyncio.sleep(CHUNK_PAUSE_S)
+
+        return paced
+
+    async def respond(self, key: Any, branch: str, lines: Any, *, on_text: Any = None) -> Any:
+        return await super().respond(key, branch, lines, on_text=self._paced(on_text))
+
+    async def regenerate(self, key: Any, branch: str, *, on_text: Any = None) -> Any:
+        return await super().regenerate(key, branch, on_text=self._paced(on_text))
 
 
 class Harness:
     """A fake server, a service and the runners started against them in one test."""
 
-    def __init__(self, server: FakeTelegramServer, service: FakeRoleplayService) -> None:
+    def __init__(self, server: FakeTelegramServer, service: StreamingService) -> None:
         self.server = server
         self.service = service
         self.runners: list[TelegramRunner] = []
@@ -75,7 +98,7 @@ class Harness:
 @pytest.fixture
 async def harness() -> AsyncIterator[Harness]:
     async with FakeTelegramServer(max_lifetime_s=TEST_LIFETIME_S) as server:
-        h = Harness(server, FakeRoleplayService())
+        h = Harness(server, StreamingService())
         try:
             yield h
         finally:
