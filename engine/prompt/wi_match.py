@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from engine.formats.worldbook import LOGIC_AND_ALL, LOGIC_AND_ANY, LOGIC_NOT_ALL, LOGIC_NOT_ANY
-from engine.prompt.wi_regex import compile_key_regex
+from engine.prompt.jsregex import JsRegex
+from engine.prompt.wi_regex import compile_key_regex, key_regex_matches
 
 # SillyTavern's WI regex-key syntax: the whole key is /pattern/flags with these flags only.
 _KEY_REGEX = re.compile(r"^/([\s\S]+?)/([gimsuy]*)$")
@@ -53,7 +54,7 @@ class Haystack:
 
 
 @lru_cache(maxsize=4096)
-def parse_regex_key(key: str) -> re.Pattern[str] | None:
+def parse_regex_key(key: str) -> JsRegex | None:
     """The compiled regex of a ``/pattern/flags`` key, or ``None`` when the key is plain text
     (not in that form, an unescaped ``/`` inside, or not a valid JavaScript regex)."""
     found = _KEY_REGEX.match(key)
@@ -80,19 +81,12 @@ def match_key(haystack: Haystack, key: str, options: MatchOptions) -> bool:
         return False
     compiled = parse_regex_key(key)
     if compiled is not None:
-        if "y" in _flags_of(key):
-            return compiled.match(haystack.text) is not None
-        return compiled.search(haystack.text) is not None
+        return key_regex_matches(compiled, haystack.text)
     text = haystack.text if options.case_sensitive else haystack.lower
     needle = key if options.case_sensitive else key.lower()
     if options.match_whole_words and not _JS_WHITESPACE.search(needle):
         return _whole_word(needle).search(text) is not None
     return needle in text
-
-
-def _flags_of(key: str) -> str:
-    found = _KEY_REGEX.match(key)
-    return found.group(2) if found else ""
 
 
 def secondary_passes(

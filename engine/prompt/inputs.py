@@ -1,0 +1,235 @@
+"""What prompt assembly takes: the session's assets, the chat as a lazy source, and the ports
+(macro renderer, regex runner, token counter) it calls back into."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from engine.formats.cards import CharacterCard
+from engine.formats.preset import Preset
+from engine.prompt.ir import Mode, Role
+from engine.prompt.wi_sources import BookSource, WorldInfoSettings
+from engine.prompt.wi_timed import TimedState
+
+# Regex-script placements the assembler runs (SillyTavern's regex_placement values).
+PLACEMENT_USER_INPUT = 1
+PLACEMENT_AI_OUTPUT = 2
+PLACEMENT_WORLD_INFO = 5
+
+# Persona description positions.
+PERSONA_IN_PROMPT = 0
+PERSONA_AFTER_CHAR = 1
+PERSONA_TOP_AN = 2
+PERSONA_BOTTOM_AN = 3
+PERSONA_AT_DEPTH = 4
+PERSONA_NONE = 9
+
+# Author's Note positions.
+NOTE_IN_PROMPT = 0
+NOTE_IN_CHAT = 1
+NOTE_BEFORE_PROMPT = 2
+
+ROLE_BY_NUMBER: tuple[Role, ...] = ("system", "user", "assistant")
+MemoryPosition = Literal["before_chat", "after_worldinfo", "before_jailbreak"]
+
+
+class MacroRenderer(Protocol):
+    """Expands macros in one piece of prompt text. ``source`` names the text (``preset.main``,
+    ``card.description``, ``world.<book>.<uid>``...) for warnings and traces; ``env`` adds
+    call-specific values such as ``original`` or ``outlets``."""
+
+    def render(self, text: str, *, source: str, env: Mapping[str, object] | None = None) -> str:
+        """The text with macros expanded."""
+        ...
+
+
+class RawMacros:
+    """A renderer that leaves text unchanged (no macro engine wired in)."""
+
+    def render(self, text: str, *, source: str, env: Mapping[str, object] | None = None) -> str:
+        """``text`` as is."""
+        return text
+
+
+class PromptRegex(Protocol):
+    """Runs the session's regex scripts for the prompt channel (promptOnly and both-off scripts
+    of the given placement, honouring min/max depth)."""
+
+    def __call__(self, text: str, *, placement: int, depth: int | None) -> str:
+        """The text after the scripts."""
+        ...
+
+
+def no_regex(text: str, *, placement: int, depth: int | None) -> str:
+    """A :class:`PromptRegex` that changes nothing."""
+    return text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryLine:
+    """One visible chat message. ``floor`` is its floor number (``None`` for the new input);
+    ``role`` is ``system`` for narrator messages."""
+
+    text: str
+    is_user: bool
+    name: str = ""
+    floor: int | None = None
+    role: Role | None = None
+    force_avatar: bool = False
+
+    @property
+    def chat_role(self) -> Role:
+        """The role the message is sent with."""
+        if self.role is not None:
+            return self.role
+        return "user" if self.is_user else "assistant"
+
+
+class HistorySource(Protocol):
+    """The chat of a branch, read lazily from the newest message backwards. Hidden messages
+    are not part of it. Assembly stops reading once the budget is full."""
+
+    @property
+    def length(self) -> int:
+        """How many messages the chat has."""
+        ...
+
+    @property
+    def user_messages(self) -> int:
+        """How many of them are the user's (for the Author's Note interval)."""
+        ...
+
+    def newest_first(self) -> Iterator[HistoryLine]:
+        """The messages from the newest to the oldest."""
+        ...
+
+
+class ListHistory:
+    """A :class:`HistorySource` over messages in memory, given oldest first."""
+
+    def __init__(self, lines: Sequence[HistoryLine]) -> None:
+        self._lines = lines
+        self._users = sum(1 for line in lines if line.is_user)
+
+    @property
+    def length(self) -> int:
+        """The number of messages."""
+        return len(self._lines)
+
+    @property
+    def user_messages(self) -> int:
+        """The number of user messages."""
+        return self._users
+
+    def newest_first(self) -> Iterator[HistoryLine]:
+        """Newest to oldest."""
+        return reversed(self._lines)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CharacterFields:
+    """The card fields assembly uses (already chosen: chat overrides applied by the caller)."""
+
+    name: str
+    description: str = ""
+    personality: str = ""
+    scenario: str = ""
+    mes_example: str = ""
+    system_prompt: str = ""
+    post_history_instructions: str = ""
+    creator_notes: str = ""
+    depth_prompt: str = ""
+    depth_prompt_depth: int = 4
+    depth_prompt_role: Role = "system"
+    tags: tuple[str, ...] = ()
+
+    @classmethod
+    def from_card(cls, card: CharacterCard) -> CharacterFields:
+        """The fields of an imported card."""
+        depth = card.depth_prompt
+        role = depth.role if depth is not None and depth.role in ROLE_BY_NUMBER else "system"
+        return cls(
+            name=card.name,
+            description=card.description,
+            personality=card.personality,
+            scenario=card.scenario,
+            mes_example=card.mes_example,
+            system_prompt=card.system_prompt,
+            post_history_instructions=card.post_history_instructions,
+            creator_notes=card.creator_notes,
+            depth_prompt=depth.text if depth is not None else "",
+            depth_prompt_depth=depth.depth if depth is not None else 4,
+            depth_prompt_role=role,
+            tags=card.tags,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Persona:
+    """The user's persona: its description and where it goes."""
+
+    description: str = ""
+    position: int = PERSONA_IN_PROMPT
+    depth: int = 2
+    role: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuthorNote:
+    """The chat's Author's Note."""
+
+    text: str = ""
+    interval: int = 1
+    position: int = NOTE_IN_CHAT
+    depth: int = 4
+    role: int = 0
+    allow_wi_scan: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryItem:
+    """A memory chosen by the caller for this turn (compat_plus and native)."""
+
+    id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstanceInput:
+    """Text another model instance contributes to the narrator's prompt (e.g. the director's
+    instructions), compat_plus and native only."""
+
+    slot: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssemblyInput:
+    """Everything one assembly needs. ``user_input`` (if any) is the newest user message and
+    is not part of ``history``. ``max_context``/``max_tokens`` override the preset's values."""
+
+    preset: Preset
+    character: CharacterFields
+    history: HistorySource
+    user_name: str = "User"
+    user_input: str | None = None
+    persona: Persona = field(default_factory=Persona)
+    author_note: AuthorNote | None = None
+    books: Sequence[BookSource] = ()
+    world_info: WorldInfoSettings = field(default_factory=WorldInfoSettings)
+    timed_state: TimedState = field(default_factory=TimedState)
+    mode: Mode = "compat_strict"
+    generation_type: str = "normal"
+    max_context: int | None = None
+    max_tokens: int | None = None
+    seed: int | str = 0
+    dry_run: bool = False
+    pin_examples: bool = False
+    is_group: bool = False
+    use_prefill: bool = False
+    memory: Sequence[MemoryItem] = ()
+    memory_position: MemoryPosition = "before_chat"
+    instances: Sequence[InstanceInput] = ()
+    tool_results: Sequence[str] = ()
