@@ -42,7 +42,7 @@ def page_marker(page: int, pages: int) -> str:
 
 def render(view: ReplyView) -> str:
     """A page as shown on Discord."""
-    return (view.text or "…") + page_marker(view.page, view.pages)
+    return (view.text.strip() or "…") + page_marker(view.page, view.pages)
 
 
 @dataclass
