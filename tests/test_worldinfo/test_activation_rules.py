@@ -175,3 +175,8 @@ def test_several_books_and_strategy() -> None:
     assert len(sorted_entries(twice, 1)) == 1
     result = scan([char, glob], ["x"])
     assert {e.key for e in result.activated} == {"char.1", "glob.1"}
+
+
+def test_catastrophic_regex_key_times_out_as_no_match() -> None:
+    b = book(entry(1, "/(a+)+$/"), entry(2, "aaa"))
+    assert uids(scan(b, ["a" * 40 + "!"])) == {2}
