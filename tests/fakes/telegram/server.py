@@ -189,6 +189,10 @@ class FakeTelegramServer:
                 params[key] = value == "true"
             else:
                 params[key] = value
+        # aiogram sends a file as its own part and names it in the field: "attach://<part>".
+        for key, value in list(params.items()):
+            if isinstance(value, str) and value.startswith("attach://"):
+                params[key] = params.pop(value.removeprefix("attach://"), None)
         return params
 
     @staticmethod
