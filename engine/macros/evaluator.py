@@ -1,0 +1,478 @@
+"""The tree-walking evaluator: ``MacroEnv`` holds one evaluation's state and walks items.
+
+Evaluation is left to right; a macro's arguments are evaluated before it (even when it turns
+out unknown or invalid, as in SillyTavern), then its scoped content, then its handler. Macro
+output is never re-scanned. Every document evaluation and every macro costs a step; depth
+grows by one per argument, branch and content level; both are bounded by :class:`Limits`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from engine.macros import diagnostics as d
+from engine.macros.context import MacroContext
+from engine.macros.diagnostics import MacroTrace, MacroWarning, Mutation, Phase
+from engine.macros.jsvalues import to_display
+from engine.macros.limits import CHARS_PER_STEP, MAX_TRACES, MAX_WARNINGS, Limits
+from engine.macros.nodes import Arg, Item, Macro, RawMacro, Scoped, Template, VarExpr
+from engine.macros.processing import trim_scoped
+from engine.macros.registry import (
+    MacroArgumentError,
+    MacroDef,
+    MacroKeepRaw,
+    MacroValueMissing,
+    Registry,
+)
+
+#: Access to state-changing macros: ``full``, ``read_only`` (user-authored platform text:
+#: write macros stay raw with a warning) or ``off`` (no macro is evaluated).
+ACCESS_MODES = ("full", "read_only", "off")
+
+
+class StepLimitReached(Exception):
+    """Internal: unwinds a handler that ran out of steps."""
+
+
+def raw_of(item: Item) -> str:
+    """The source text of an item."""
+    if item.__class__ is str:
+        return item
+    if item.__class__ is RawMacro:
+        return item.text
+    return item.src[item.start : item.end]  # type: ignore[union-attr]
+
+
+def raw_join(items: list[Item]) -> str:
+    """The source text of a list of items."""
+    return "".join([raw_of(item) for item in items])
+
+
+class MacroEnv:
+    """The environment of one evaluation, handed to every macro handler.
+
+    Handlers read ``context``, ``user``/``char``/``group`` (with overrides applied), ``now``,
+    ``phase`` and the ``call_*`` attributes describing the current call (``call_name``,
+    ``call_scoped``, ``call_flags``, ``call_position``), and may call :meth:`evaluate` for nested
+    text and :meth:`warn` to report a problem.
+    """
+
+    def __init__(
+        self,
+        context: MacroContext,
+        *,
+        registry: Registry,
+        phase: Phase,
+        limits: Limits,
+        access: str,
+        original: str | None,
+        dynamic: dict[str, Any],
+        post_process: Callable[[str], str] | None,
+        replace_character_card: bool,
+        trace: bool,
+        user: str,
+        char: str,
+        group: str | None,
+        now: datetime,
+        parse: Callable[[str], Template],
+    ) -> None:
+        self.context = context
+        self.registry = registry
+        self.phase: Phase = phase
+        self.limits = limits
+        self.access = access
+        self.original = original
+        self.original_used = False
+        self.dynamic = dynamic
+        self.post_process = post_process
+        self.replace_character_card = replace_character_card
+        self.tracing = trace
+        self.user = user
+        self.char = char
+        self.group = group
+        self.now = now
+        self.parse = parse
+        self.max_depth = limits.max_depth
+        self.max_steps = limits.max_steps
+        self.max_chars = limits.max_output_chars
+        self.check_len = min(limits.max_output_chars, CHARS_PER_STEP)
+        self.steps = 0
+        self.warnings: list[MacroWarning] = []
+        self.warning_count = 0
+        self._warned: set[str] = set()
+        self.mutations: list[Mutation] = []
+        self.mutation_count = 0
+        self.traces: list[MacroTrace] = []
+        self.used_names: dict[str, None] = {}
+        self.before_local: dict[str, Any] = {}
+        self.before_global: dict[str, Any] = {}
+        self.card_cache: dict[str, str] = {}
+        self.template: Template | None = None
+        self.evaluating: list[str] = []
+        if access == "read_only":
+            self.write_block: str | None = "read_only"
+        elif phase == "commit":
+            self.write_block = "phase"
+        else:
+            self.write_block = None
+        self.call_name = ""
+        self.call_scoped = False
+        self.call_flags = ""
+        self.call_position = 0
+
+    # -- reporting ---------------------------------------------------------------------------
+
+    def warn(
+        self, code: str, message: str, position: int | None = None, name: str = "", raw: str = ""
+    ) -> None:
+        """Report a warning at ``position`` (the current call's position by default)."""
+        self.warning_count += 1
+        if len(self.warnings) < MAX_WARNINGS:
+            where = self.call_position if position is None else position
+            self.warnings.append(
+                MacroWarning(
+                    code=code, message=message, position=where, macro_name=name, raw_text=raw
+                )
+            )
+
+    def warn_once(self, code: str, message: str, position: int | None = None) -> None:
+        """Report a warning only the first time its code comes up in this evaluation."""
+        if code not in self._warned:
+            self._warned.add(code)
+            self.warn(code, message, position)
+
+    def add_trace(
+        self, name: str, raw: str, resolved: str, kind: str, branch: str | None = None
+    ) -> None:
+        """Record a trace (only when tracing was asked for)."""
+        if len(self.traces) < MAX_TRACES:
+            self.traces.append(
+                MacroTrace(
+                    macro_name=name,
+                    raw_text=raw,
+                    resolved_text=resolved,
+                    phase=self.phase,
+                    source_kind=kind,  # type: ignore[arg-type]
+                    selected_branch=branch,  # type: ignore[arg-type]
+                )
+            )
+
+    def use(self, name: str) -> None:
+        """Note a macro name as used (first-use order is kept)."""
+        if name not in self.used_names:
+            self.used_names[name] = None
+
+    # -- limits ------------------------------------------------------------------------------
+
+    def step(self, position: int) -> bool:
+        """Take one step; False (and a warning) when the budget is spent."""
+        self.steps += 1
+        if self.steps > self.max_steps:
+            self.warn_once(
+                d.MACRO_STEP_LIMIT_EXCEEDED,
+                f"evaluation stopped after {self.max_steps} steps (limit max_steps); "
+                "the rest is kept as written",
+                position,
+            )
+            return False
+        return True
+
+    def limit_text(self, text: str, position: int) -> str:
+        """Cut produced text to ``max_output_chars`` (warning on the first cut)."""
+        if len(text) > CHARS_PER_STEP:
+            self.steps += len(text) // CHARS_PER_STEP
+        if len(text) <= self.max_chars:
+            return text
+        self.warn_once(
+            d.MACRO_EXPANDED_LENGTH_LIMIT_EXCEEDED,
+            f"output cut to {self.max_chars} characters (limit max_output_chars)",
+            position,
+        )
+        return text[: self.max_chars]
+
+    # -- documents ---------------------------------------------------------------------------
+
+    def eval_items(self, items: list[Item], depth: int, delta: int) -> str:
+        """Evaluate a document level and concatenate the results."""
+        if depth > self.max_depth:
+            position = _first_position(items)
+            self.warn(
+                d.MACRO_DEPTH_LIMIT_EXCEEDED,
+                f"nesting deeper than {self.max_depth} (limit max_depth); kept as written",
+                position,
+            )
+            return raw_join(items)
+        if not self.step(_first_position(items)):
+            return raw_join(items)
+        parts: list[str] = []
+        append = parts.append
+        for item in items:
+            cls = item.__class__
+            if cls is str:
+                append(item)  # type: ignore[arg-type]
+            elif cls is Macro:
+                append(self.eval_macro(item, None, depth, delta))  # type: ignore[arg-type]
+            elif cls is Scoped:
+                append(self.eval_macro(item.opener, item, depth, delta))  # type: ignore[union-attr,arg-type]
+            elif cls is VarExpr:
+                from engine.macros.shorthand import eval_shorthand
+
+                append(eval_shorthand(self, item, depth, delta))  # type: ignore[arg-type]
+            else:
+                raw: RawMacro = item  # type: ignore[assignment]
+                if raw.code is not None:
+                    self.warn(raw.code, _raw_message(raw), raw.start, raw.name, raw.text)
+                if self.tracing:
+                    self.add_trace(raw.name, raw.text, raw.text, "raw", "raw")
+                append(raw.text)
+        out = "".join(parts)
+        if len(out) > self.check_len:
+            out = self.limit_text(out, _first_position(items))
+        return out
+
+    def eval_arg(self, arg: Arg, depth: int, delta: int) -> str:
+        """An argument's value (plain text costs nothing)."""
+        plain = arg.plain
+        if plain is not None:
+            return plain
+        return self.eval_items(arg.items, depth, delta)
+
+    # -- macros ------------------------------------------------------------------------------
+
+    def eval_macro(self, m: Macro, scoped: Scoped | None, depth: int, delta: int) -> str:
+        """Evaluate one macro call (``scoped`` when it was paired with a closing tag)."""
+        if not self.step(m.start):
+            return scoped.src[scoped.start : scoped.end] if scoped else m.src[m.start : m.end]
+        lname = m.lname
+        dyn = self.dynamic.get(lname) if self.dynamic else None
+        definition: MacroDef | None
+        if dyn is not None:
+            if dyn.__class__ is str:
+                return self._eval_dynamic_text(m, scoped, dyn, depth, delta)
+            definition = dyn if isinstance(dyn, MacroDef) else _dynamic_def(lname, dyn)
+        else:
+            definition = self.registry.lookup(lname)
+        if definition is None:
+            return self._eval_unknown(m, scoped, depth, delta)
+        if definition.delay_args:
+            from engine.macros.ifblock import eval_if
+
+            return eval_if(self, m, scoped, depth, delta)
+        if definition.writes and self.write_block is not None:
+            return self._blocked_write(m, scoped, definition)
+        args = [
+            a.plain if a.plain is not None else self.eval_items(a.items, depth + 1, delta)
+            for a in m.args
+        ]
+        if scoped is not None:
+            content = self.eval_arg(scoped.content, depth + 1, delta)
+            args.append(content if m.preserve else trim_scoped(content))
+        name = definition.name
+        if name not in self.used_names:
+            self.used_names[name] = None
+        if definition.strict and not definition.arity_ok(len(args)):
+            self.warn(
+                d.MACRO_ARG_ARITY_INVALID,
+                f"macro '{m.name}' got {len(args)} argument(s); {_arity_text(definition)}",
+                m.start,
+                name,
+            )
+            return self._raw_resolved(m, args, scoped)
+        if definition.args and definition.max_args and (problem := definition.type_error(args)):
+            self.warn(d.MACRO_ARG_TYPE_INVALID, f"macro '{m.name}': {problem}", m.start, name)
+            return self._raw_resolved(m, args, scoped)
+        self.call_name = name
+        self.call_scoped = scoped is not None
+        self.call_flags = m.flags
+        self.call_position = m.start + delta
+        try:
+            result = definition.handler(self, args)
+        except MacroArgumentError as exc:
+            self.warn(d.MACRO_ARG_TYPE_INVALID, f"macro '{m.name}': {exc}", m.start, name)
+            return self._raw_resolved(m, args, scoped)
+        except MacroKeepRaw:
+            return self._raw_resolved(m, args, scoped)
+        except MacroValueMissing as exc:
+            self.warn(d.MACRO_VALUE_MISSING, f"macro '{m.name}': {exc}", m.start, name)
+            return self._raw_resolved(m, args, scoped)
+        except (StepLimitReached, RecursionError):
+            raise
+        except Exception as exc:  # an extension handler failed: keep the macro raw
+            self.warn(
+                d.MACRO_INTERNAL_ERROR,
+                f"macro '{m.name}' failed: {type(exc).__name__}: {exc}",
+                m.start,
+                name,
+            )
+            return self._raw_resolved(m, args, scoped)
+        text = result if result.__class__ is str else _normalize(result)
+        if self.post_process is not None:
+            text = self.post_process(text)
+        if len(text) > self.check_len:
+            text = self.limit_text(text, m.start)
+        if self.tracing:
+            self.add_trace(name, m.src[m.start : (scoped or m).end], text, "macro")
+        return text
+
+    def _eval_dynamic_text(
+        self, m: Macro, scoped: Scoped | None, value: str, depth: int, delta: int
+    ) -> str:
+        self.use(m.lname)
+        if m.args or scoped is not None:
+            args = [self.eval_arg(a, depth + 1, delta) for a in m.args]
+            self.warn(
+                d.MACRO_ARG_ARITY_INVALID,
+                f"call-local macro '{m.name}' takes no arguments",
+                m.start,
+                m.lname,
+            )
+            return self._raw_resolved(m, args, scoped)
+        if value == m.src[m.start : m.end]:
+            self.warn(d.MACRO_CYCLE_DETECTED, f"'{m.name}' expands to itself", m.start, m.lname)
+        if self.tracing:
+            self.add_trace(m.lname, m.src[m.start : m.end], value, "macro")
+        return value
+
+    def _eval_unknown(self, m: Macro, scoped: Scoped | None, depth: int, delta: int) -> str:
+        from engine.macros.variables import MISSING, snapshot_value
+
+        args = [
+            a.plain if a.plain is not None else self.eval_items(a.items, depth + 1, delta)
+            for a in m.args
+        ]
+        if scoped is not None:
+            args.append(self.eval_arg(scoped.content, depth + 1, delta))
+        elif not args and not m.closing:
+            # A bare name falls back to a variable: local view, then global (as it was when
+            # this evaluation started).
+            for scope in ("local", "global"):
+                value = snapshot_value(self, scope, m.name)
+                if value is not MISSING:
+                    self.use(m.name)
+                    text = to_display(value)
+                    if text == m.src[m.start : m.end]:
+                        self.warn(d.MACRO_CYCLE_DETECTED, f"'{m.name}' expands to itself", m.start)
+                    return text
+        if args and scoped is None:
+            self.warn(
+                d.MACRO_ARG_ARITY_INVALID,
+                f"unknown macro '{m.name}' with {len(args)} argument(s); kept as written",
+                m.start,
+                m.name,
+            )
+        else:
+            self.warn(
+                d.MACRO_UNKNOWN, f"unknown macro '{m.name}'; kept as written", m.start, m.name
+            )
+        raw = self._raw_resolved(m, args, scoped)
+        if self.tracing:
+            self.add_trace(m.name, m.src[m.start : (scoped or m).end], raw, "raw", "raw")
+        return raw
+
+    def _blocked_write(self, m: Macro, scoped: Scoped | None, definition: MacroDef) -> str:
+        raw = m.src[m.start : (scoped or m).end]
+        if self.write_block == "read_only":
+            self.warn(
+                d.MACRO_WRITE_FORBIDDEN,
+                f"'{definition.name}' changes state and is not allowed in this text",
+                m.start,
+                definition.name,
+                raw,
+            )
+            return raw
+        self.warn(
+            d.MACRO_EVAL_PHASE_DISALLOWED,
+            f"macro '{definition.name}' is not allowed in phase {self.phase}",
+            m.start,
+            definition.name,
+            raw,
+        )
+        return ""
+
+    def _raw_resolved(self, m: Macro, args: list[str], scoped: Scoped | None) -> str:
+        """The macro as written, with its nested macros replaced by their results."""
+        src = m.src
+        inline = m.args
+        if all(a.plain is not None for a in inline):
+            text = src[m.start : m.end]
+        else:
+            pieces = []
+            pos = m.start
+            for arg, value in zip(inline, args, strict=False):
+                pieces.append(src[pos : arg.start])
+                pieces.append(value)
+                pos = arg.end
+            pieces.append(src[pos : m.end])
+            text = "".join(pieces)
+        if scoped is not None:
+            content = args[-1] if len(args) > len(inline) else ""
+            text += content + src[scoped.close_start : scoped.end]
+        return text
+
+    # -- nested evaluation for handlers ------------------------------------------------------
+
+    def evaluate(self, text: str, *, replace_character_card: bool | None = None) -> str:
+        """Evaluate another text in this environment (shared variables, limits and reports),
+        with SillyTavern's pre- and post-processing, as ``substituteParams`` would."""
+        from engine.macros.processing import postprocess
+
+        if not text:
+            return ""
+        if text in self.evaluating:
+            self.warn(d.MACRO_CYCLE_DETECTED, "a macro's value expands to itself; kept as written")
+            return text
+        saved_card = self.replace_character_card
+        saved_template = self.template
+        if replace_character_card is not None:
+            self.replace_character_card = replace_character_card
+        self.evaluating.append(text)
+        try:
+            template = self.parse(text)
+            self.template = template
+            out = self.eval_items(template.items, len(self.evaluating), 0)
+            return postprocess(out)
+        finally:
+            self.evaluating.pop()
+            self.template = saved_template
+            self.replace_character_card = saved_card
+
+
+def _first_position(items: list[Item]) -> int:
+    for item in items:
+        if item.__class__ is not str:
+            return item.start  # type: ignore[union-attr]
+    return 0
+
+
+def _raw_message(raw: RawMacro) -> str:
+    if raw.code == d.MACRO_UNMATCHED_CLOSING_BLOCK:
+        return f"closing tag '{{{{/{raw.name}}}}}' has no opening tag; kept as written"
+    return f"'{raw.name}' cannot take scoped content; both tags kept as written"
+
+
+def _arity_text(definition: MacroDef) -> str:
+    if definition.list_args is not None:
+        return f"it takes at least {definition.min_args + definition.list_args[0]}"
+    if definition.min_args == definition.max_args:
+        return f"it takes {definition.max_args}"
+    return f"it takes {definition.min_args} to {definition.max_args}"
+
+
+def _normalize(value: object) -> str:
+    """SillyTavern's ``normalizeMacroResult``."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return to_display(value)
+
+
+def _dynamic_def(name: str, value: Any) -> MacroDef:
+    """A call-local macro given as a function: called with the env, no arguments."""
+
+    def handler(env: MacroEnv, args: list[str]) -> object:
+        return value(env)
+
+    return MacroDef(name=name, handler=handler)

@@ -1,0 +1,186 @@
+"""The parsed form of a template: text, macro, scoped block, variable shorthand and raw fragment
+nodes, each carrying its position in the source.
+
+Plain text is kept as ``str`` items so the evaluator can copy it without a method call. Nodes
+are slotted and never changed after parsing (except the memo of an ``if`` split), so one parsed
+template is shared by every evaluation of the same text.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+
+class Arg:
+    """One argument (or the content of a scoped block): its trimmed source text and items.
+
+    ``raw_items`` are the items before scoped pairing (``{{if}}`` splits on them, as SillyTavern
+    does); ``items`` are paired. ``plain`` is the text when the argument holds no macro.
+    """
+
+    __slots__ = ("text", "start", "end", "items", "raw_items", "plain")
+
+    def __init__(
+        self, text: str, start: int, end: int, items: list[Item], raw_items: list[Item]
+    ) -> None:
+        self.text = text
+        self.start = start
+        self.end = end
+        self.items = items
+        self.raw_items = raw_items
+        self.plain: str | None = text
+        for item in items:
+            if item.__class__ is not str:
+                self.plain = None
+                break
+
+
+class Macro:
+    """``{{flags name args}}``; ``closing`` for ``{{/name}}``; ``dropped`` when characters after
+    the name failed to lex and were skipped (SillyTavern drops them)."""
+
+    __slots__ = (
+        "src",
+        "start",
+        "end",
+        "name",
+        "lname",
+        "flags",
+        "closing",
+        "preserve",
+        "args",
+        "dropped",
+    )
+
+    def __init__(
+        self,
+        src: str,
+        start: int,
+        end: int,
+        name: str,
+        flags: str,
+        args: tuple[Arg, ...],
+        dropped: bool,
+    ) -> None:
+        self.src = src
+        self.start = start
+        self.end = end
+        self.name = name
+        self.lname = name.lower()
+        self.flags = flags
+        self.closing = "/" in flags
+        self.preserve = "#" in flags
+        self.args = args
+        self.dropped = dropped
+
+    @property
+    def raw(self) -> str:
+        """The macro's source text."""
+        return self.src[self.start : self.end]
+
+
+class VarExpr:
+    """``{{.name op value}}`` (``scope`` local) or ``{{$name op value}}`` (global)."""
+
+    __slots__ = ("src", "start", "end", "scope", "name", "op", "value")
+
+    def __init__(
+        self, src: str, start: int, end: int, scope: str, name: str, op: str, value: Arg | None
+    ) -> None:
+        self.src = src
+        self.start = start
+        self.end = end
+        self.scope = scope
+        self.name = name
+        self.op = op
+        self.value = value
+
+    @property
+    def raw(self) -> str:
+        """The shorthand's source text."""
+        return self.src[self.start : self.end]
+
+
+class Scoped:
+    """An opener paired with its closing tag; the content becomes the last argument.
+
+    ``split_cache`` memoises the ``{{if}}`` then/else split per case mode.
+    """
+
+    __slots__ = ("src", "start", "end", "opener", "content", "close_start", "split_cache")
+
+    def __init__(self, src: str, opener: Macro, content: Arg, close_start: int, end: int) -> None:
+        self.src = src
+        self.start = opener.start
+        self.end = end
+        self.opener = opener
+        self.content = content
+        self.close_start = close_start
+        self.split_cache: dict[bool, tuple[list[Item], list[Item] | None, int, int]] = {}
+
+    @property
+    def raw(self) -> str:
+        """The whole block's source text."""
+        return self.src[self.start : self.end]
+
+
+class RawMacro:
+    """A tag kept as written: an unmatched closing tag, or a pair whose opener takes no content.
+    ``code`` is the warning to report each time it is evaluated (``None`` for none)."""
+
+    __slots__ = ("text", "start", "name", "code")
+
+    def __init__(self, text: str, start: int, name: str, code: str | None) -> None:
+        self.text = text
+        self.start = start
+        self.name = name
+        self.code = code
+
+
+Node = Union[Macro, VarExpr, Scoped, RawMacro]  # noqa: UP007 - used at runtime in isinstance
+Item = Union[str, Macro, VarExpr, Scoped, RawMacro]  # noqa: UP007
+
+
+class ParseNote:
+    """A problem found while parsing, reported as a warning by every evaluation of the template."""
+
+    __slots__ = ("code", "position", "message", "name")
+
+    def __init__(self, code: str, position: int, message: str, name: str = "") -> None:
+        self.code = code
+        self.position = position
+        self.message = message
+        self.name = name
+
+
+class Template:
+    """A parsed template: the pre-processed source, its items and parse notes.
+
+    ``original`` is the text as given (SillyTavern hashes it for ``{{pick}}``); ``whole_raw``
+    names the warning when the whole fragment must be kept raw.
+    """
+
+    __slots__ = ("original", "src", "items", "notes", "whole_raw", "_content_hash")
+
+    def __init__(
+        self,
+        original: str,
+        src: str,
+        items: list[Item],
+        notes: tuple[ParseNote, ...],
+        whole_raw: str | None,
+    ) -> None:
+        self.original = original
+        self.src = src
+        self.items = items
+        self.notes = notes
+        self.whole_raw = whole_raw
+        self._content_hash: int | None = None
+
+    def content_hash(self) -> int:
+        """SillyTavern's string hash of the original text (computed once, on first use)."""
+        if self._content_hash is None:
+            from engine.macros.randomness import string_hash
+
+            self._content_hash = string_hash(self.original)
+        return self._content_hash

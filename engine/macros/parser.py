@@ -1,0 +1,353 @@
+"""The macro parser: tokens -> items (text, macros, shorthands), then scoped-block pairing.
+
+It keeps a stack of open macros, as SillyTavern's modal lexer does, so it never backtracks:
+``}}`` closes the innermost open macro at its first occurrence, a macro still open at the end
+of the text is flattened back to text (its complete nested macros are kept), and a ``|`` in
+a macro's arguments (reserved filter syntax) keeps that macro raw. Pairing then matches
+``{{name}}...{{/name}}`` at each document level, as SillyTavern's walker does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from engine.macros import lexer
+from engine.macros.diagnostics import (
+    MACRO_ARG_ARITY_INVALID,
+    MACRO_PARSE_FAILED,
+    MACRO_UNMATCHED_CLOSING_BLOCK,
+)
+from engine.macros.jsvalues import JS_WHITESPACE
+from engine.macros.limits import PAIRING_NESTING_LIMIT, PARSE_NESTING_LIMIT
+from engine.macros.nodes import Arg, Item, Macro, ParseNote, RawMacro, Scoped, VarExpr
+
+#: ``can_accept(lower_name, inline_arg_count)``: may this opener take scoped content?
+AcceptRule = Callable[[str, int], bool]
+
+_MODE_DOUBLE = 0
+_MODE_SINGLE = 1
+_MODE_SPACE = 2
+_MODE_VALUE = 3
+
+_IF_OPENER = re.compile(rf"\{{\{{[{lexer.WS}!?~#>]*if(?![A-Za-z0-9_-])", re.IGNORECASE)
+_IF_CLOSER = re.compile(rf"\{{\{{[{lexer.WS}]*/[{lexer.WS}]*if[{lexer.WS}]*\}}\}}", re.IGNORECASE)
+
+
+class _Frame:
+    """A macro whose ``}}`` has not been seen yet."""
+
+    __slots__ = (
+        "start",
+        "body",
+        "mode",
+        "name",
+        "flags",
+        "dropped",
+        "seps",
+        "children",
+        "broken",
+        "scope",
+    )
+
+    def __init__(self, start: int, body: int, mode: int, name: str, flags: str) -> None:
+        self.start = start
+        self.body = body
+        self.mode = mode
+        self.name = name
+        self.flags = flags
+        self.dropped = False
+        self.seps: list[tuple[int, int]] = []
+        self.children: list[Item] = []
+        self.broken = False
+        self.scope = ""
+
+
+def _interleave(src: str, a: int, b: int, children: list[Item]) -> list[Item]:
+    """Text of ``src[a:b]`` with the child nodes that lie inside it, in order."""
+    out: list[Item] = []
+    pos = a
+    for child in children:
+        start = child.start  # type: ignore[union-attr]
+        if start < a:
+            continue
+        if start >= b:
+            break
+        if start > pos:
+            out.append(src[pos:start])
+        out.append(child)
+        pos = child.end  # type: ignore[union-attr]
+    if pos < b:
+        out.append(src[pos:b])
+    return out
+
+
+class Parser:
+    """Parses one pre-processed source text; ``can_accept`` comes from the macro registry."""
+
+    def __init__(self, src: str, can_accept: AcceptRule) -> None:
+        self.src = src
+        self.can_accept = can_accept
+        self.notes: list[ParseNote] = []
+
+    # -- items -------------------------------------------------------------------------------
+
+    def parse(self) -> list[Item]:
+        """The document's items, paired."""
+        src = self.src
+        if "{{" not in src:
+            return [src] if src else []
+        stack: list[_Frame] = []
+        top: list[Item] = []
+        tokens = lexer.tokenize(src)
+        skip_until = 0
+        for kind, start, end in tokens:
+            if start < skip_until:
+                continue
+            if kind == lexer.TOKEN_OPEN:
+                if stack:
+                    length = end - start
+                    if length % 2:
+                        continue  # an odd brace run inside arguments never opens a macro
+                    at = end - 2
+                else:
+                    at = end - 2
+                if len(stack) >= PARSE_NESTING_LIMIT:
+                    self.notes.append(
+                        ParseNote(MACRO_PARSE_FAILED, at, "macros nested too deeply; kept as text")
+                    )
+                    continue
+                skip_until = self._open(at, stack, top)
+            elif not stack:
+                continue
+            elif kind == lexer.TOKEN_CLOSE:
+                frame = stack.pop()
+                node_items = self._close(frame, start)
+                (stack[-1].children if stack else top).extend(node_items)
+            elif kind == lexer.TOKEN_SEP:
+                frame = stack[-1]
+                if frame.mode == _MODE_DOUBLE:
+                    frame.seps.append((start, end))
+            else:  # a pipe: reserved filter syntax keeps the macro raw
+                frame = stack[-1]
+                if frame.mode != _MODE_VALUE:
+                    frame.broken = True
+        while stack:  # unterminated: the macro is text again, nested complete macros stay
+            frame = stack.pop()
+            (stack[-1].children if stack else top).extend(frame.children)
+        return self.pair(_interleave(src, 0, len(src), top), 0)
+
+    def _open(self, at: int, stack: list[_Frame], top: list[Item]) -> int:
+        """Read a macro head at ``at``; push a frame or add a finished node. Returns the
+        position before which tokens belong to the head (``at`` when it is not a macro)."""
+        src = self.src
+        head = lexer.HEAD.match(src, at + 2)
+        pos = head.end() if head else at + 2
+        flags = "".join(ch for ch in src[at + 2 : pos] if ch in "!?~#/>")
+        if src.startswith("//", pos):
+            frame = _Frame(at, pos + 2, _MODE_SPACE, "//", flags)
+            body = self._arg_mode(frame, pos + 2)
+            stack.append(frame)
+            return body
+        if pos < len(src) and src[pos] in ".$":
+            return self._open_variable(at, pos, stack, top)
+        ident = lexer.IDENTIFIER.match(src, pos)
+        if ident is None:
+            return at
+        frame = _Frame(at, ident.end(), _MODE_SPACE, ident.group(), flags)
+        drop = lexer.DROPPED.match(src, ident.end())
+        after = ident.end()
+        if drop is not None and drop.end() > after:
+            frame.dropped = True
+            after = drop.end()
+        body = self._arg_mode(frame, after)
+        stack.append(frame)
+        return body
+
+    def _arg_mode(self, frame: _Frame, pos: int) -> int:
+        """Decide between ``::`` arguments, the single-colon form and the space form."""
+        src = self.src
+        spaces = lexer.SPACES.match(src, pos)
+        after = spaces.end() if spaces else pos
+        if src.startswith("::", after):
+            frame.mode = _MODE_DOUBLE
+            frame.body = after + 2
+        elif src.startswith(":", after):
+            frame.mode = _MODE_SINGLE
+            frame.body = after + 1
+        else:
+            frame.mode = _MODE_SPACE
+            frame.body = pos
+        return frame.body
+
+    def _open_variable(self, at: int, pos: int, stack: list[_Frame], top: list[Item]) -> int:
+        src = self.src
+        scope = "local" if src[pos] == "." else "global"
+        spaces = lexer.SPACES.match(src, pos + 1)
+        pos = spaces.end() if spaces else pos + 1
+        name_match = lexer.VARIABLE_NAME.match(src, pos)
+        name = ""
+        if name_match is not None:
+            name = name_match.group()
+            pos = name_match.end()
+            spaces = lexer.SPACES.match(src, pos)
+            pos = spaces.end() if spaces else pos
+        op_match = lexer.VARIABLE_OPERATOR.match(src, pos) if name else None
+        op = op_match.group() if op_match else ""
+        if op and op not in ("++", "--"):
+            frame = _Frame(at, op_match.end(), _MODE_VALUE, name, op)  # type: ignore[union-attr]
+            frame.scope = scope
+            stack.append(frame)
+            return frame.body
+        if op:
+            spaces = lexer.SPACES.match(src, op_match.end())  # type: ignore[union-attr]
+            pos = spaces.end() if spaces else pos
+        if not src.startswith("}}", pos):
+            return at
+        node = VarExpr(src, at, pos + 2, scope, name, op or "get", None)
+        (stack[-1].children if stack else top).append(node)
+        return pos + 2
+
+    def _close(self, frame: _Frame, close: int) -> list[Item]:
+        """The items a frame becomes when its ``}}`` at ``close`` is reached."""
+        src = self.src
+        end = close + 2
+        if frame.mode == _MODE_VALUE:
+            value = self._arg(frame.body, close, frame.children)
+            return [VarExpr(src, frame.start, end, frame.scope, frame.name, frame.flags, value)]
+        if frame.broken:
+            return _interleave(src, frame.start, end, frame.children)
+        args: list[Arg] = []
+        if frame.mode == _MODE_DOUBLE:
+            a = frame.body
+            for sep_start, sep_end in frame.seps:
+                args.append(self._arg(a, sep_start, frame.children))
+                a = sep_end
+            args.append(self._arg(a, close, frame.children))
+        else:
+            arg = self._arg(frame.body, close, frame.children)
+            if arg.start < arg.end:
+                args.append(arg)
+            elif frame.mode == _MODE_SINGLE:
+                self.notes.append(
+                    ParseNote(MACRO_PARSE_FAILED, frame.start, "nothing after ':'", frame.name)
+                )
+                return _interleave(src, frame.start, end, frame.children)
+        if frame.dropped:
+            self.notes.append(
+                ParseNote(
+                    MACRO_PARSE_FAILED,
+                    frame.start,
+                    f"characters after the macro name '{frame.name}' were ignored",
+                    frame.name,
+                )
+            )
+        return [Macro(src, frame.start, end, frame.name, frame.flags, tuple(args), frame.dropped)]
+
+    def _arg(self, a: int, b: int, children: list[Item]) -> Arg:
+        """One argument between ``a`` and ``b``, trimmed of whitespace at both ends."""
+        src = self.src
+        segment = src[a:b]
+        stripped = segment.lstrip(JS_WHITESPACE)
+        a2 = a + len(segment) - len(stripped)
+        stripped = stripped.rstrip(JS_WHITESPACE)
+        b2 = a2 + len(stripped)
+        if not children:
+            items: list[Item] = [stripped] if stripped else []
+            return Arg(stripped, a2, b2, items, items)
+        raw_items = _interleave(src, a2, b2, children)
+        return Arg(stripped, a2, b2, self.pair(raw_items, 1), raw_items)
+
+    # -- pairing -----------------------------------------------------------------------------
+
+    def pair(self, items: list[Item], depth: int) -> list[Item]:
+        """Match ``{{name}}…{{/name}}`` pairs at this level (nested pairs inside contents)."""
+        has_closer = False
+        for item in items:
+            if item.__class__ is Macro and item.closing:
+                has_closer = True
+                break
+        if not has_closer:
+            return items
+        if depth >= PAIRING_NESTING_LIMIT:
+            self.notes.append(ParseNote(MACRO_PARSE_FAILED, 0, "blocks nested too deeply"))
+            return [self._stray(it) if _is_closer(it) else it for it in items]
+        out: list[Item] = []
+        raw_closers: set[int] = set()
+        used: set[int] = set()
+        n = len(items)
+        i = 0
+        while i < n:
+            item = items[i]
+            if item.__class__ is not Macro:
+                out.append(item)
+                i += 1
+                continue
+            macro: Macro = item
+            if macro.closing:
+                if i in raw_closers:
+                    out.append(RawMacro(macro.raw, macro.start, macro.lname, None))
+                elif i not in used:
+                    out.append(self._stray(macro))
+                i += 1
+                continue
+            j = self._find_closer(items, i, used)
+            if j < 0:
+                out.append(macro)
+                i += 1
+                continue
+            closer: Macro = items[j]  # type: ignore[assignment]
+            if not self.can_accept(macro.lname, len(macro.args)):
+                out.append(RawMacro(macro.raw, macro.start, macro.lname, MACRO_ARG_ARITY_INVALID))
+                raw_closers.add(j)
+                i += 1
+                continue
+            inner = items[i + 1 : j]
+            content = Arg(
+                self.src[macro.end : closer.start],
+                macro.end,
+                closer.start,
+                self.pair(inner, depth + 1),
+                inner,
+            )
+            out.append(Scoped(self.src, macro, content, closer.start, closer.end))
+            used.add(j)
+            i = j + 1
+        return out
+
+    def _find_closer(self, items: list[Item], i: int, used: set[int]) -> int:
+        name = items[i].lname  # type: ignore[union-attr]
+        depth = 0
+        for k in range(i + 1, len(items)):
+            other = items[k]
+            if other.__class__ is not Macro or other.lname != name:
+                continue
+            if other.closing:
+                if k in used:
+                    continue
+                if depth == 0:
+                    return k
+                depth -= 1
+            elif self.can_accept(name, len(other.args)):
+                depth += 1
+        return -1
+
+    @staticmethod
+    def _stray(item: Item) -> Item:
+        macro: Macro = item  # type: ignore[assignment]
+        return RawMacro(macro.raw, macro.start, macro.lname, MACRO_UNMATCHED_CLOSING_BLOCK)
+
+
+def _is_closer(item: Item) -> bool:
+    return item.__class__ is Macro and item.closing
+
+
+def stray_if_without_opener(src: str) -> bool:
+    """Core Profile safety rule: a ``{{/if}}`` in a fragment with no ``if`` opener anywhere
+    makes the whole fragment raw (the block structure is broken, so nothing is evaluated)."""
+    return _IF_CLOSER.search(src) is not None and _IF_OPENER.search(src) is None
+
+
+def pair_items(src: str, items: list[Item], can_accept: AcceptRule) -> list[Item]:
+    """Pair scoped blocks in a list of items cut from ``src`` (an ``{{if}}`` branch)."""
+    return Parser(src, can_accept).pair(items, 1)

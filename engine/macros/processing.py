@@ -1,0 +1,71 @@
+"""SillyTavern's pre- and post-processors, and the trim/dedent of scoped content.
+
+Pre-processing (legacy ``{{time_UTC+2}}`` and ``<USER>``-style markers) runs once on the whole
+text before parsing; post-processing (unescape ``\\{ \\}``, legacy ``{{trim}}``, else markers)
+runs on the final text and on each ``{{if}}`` branch, in that order.
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.macros.jsvalues import JS_WHITESPACE
+
+#: What ``{{else}}`` evaluates to outside a splitting ``{{if}}``; deleted by post-processing.
+ELSE_MARKER = "\u0000\u001fELSE\u001f\u0000"
+
+_LEGACY_TIME = re.compile(r"\{\{time_(UTC[+-]\d+)\}\}", re.IGNORECASE)
+_LEGACY_MARKER = re.compile(r"<(USER|BOT|CHAR|GROUP|CHARIFNOTGROUP)>", re.IGNORECASE)
+_MARKER_MACRO = {
+    "user": "{{user}}",
+    "bot": "{{char}}",
+    "char": "{{char}}",
+    "group": "{{group}}",
+    "charifnotgroup": "{{charIfNotGroup}}",
+}
+_UNESCAPE = re.compile(r"\\([{}])")
+_LEGACY_TRIM = re.compile(r"(?:\r?\n)*\{\{trim\}\}(?:\r?\n)*", re.IGNORECASE)
+_INDENT = re.compile(r"[ \t]*")
+
+
+def _marker(match: re.Match[str]) -> str:
+    return _MARKER_MACRO[match.group(1).lower()]
+
+
+def preprocess(text: str) -> str:
+    """Rewrite legacy syntax into macros, everywhere (arguments and comments included)."""
+    if "time_" in text or "TIME_" in text.upper():
+        text = _LEGACY_TIME.sub(lambda m: "{{time::" + m.group(1) + "}}", text)
+    if "<" in text:
+        text = _LEGACY_MARKER.sub(_marker, text)
+    return text
+
+
+def postprocess(text: str) -> str:
+    """Unescape braces, apply legacy ``{{trim}}``, then delete else markers."""
+    if "\\" in text:
+        text = _UNESCAPE.sub(r"\1", text)
+    if "{{" in text:
+        text = _LEGACY_TRIM.sub("", text)
+    if "\u0000" in text:
+        text = text.replace(ELSE_MARKER, "")
+    return text
+
+
+def trim_scoped(content: str) -> str:
+    """Trim scoped content and remove the indentation of its first non-blank line."""
+    lines = content.split("\n")
+    base = 0
+    for line in lines:
+        if line.strip(JS_WHITESPACE):
+            match = _INDENT.match(line)
+            base = match.end() if match else 0
+            break
+    if base == 0:
+        return content.strip(JS_WHITESPACE)
+    out = []
+    for line in lines:
+        match = _INDENT.match(line)
+        indent = match.end() if match else 0
+        out.append(line[base:] if indent >= base else line.lstrip(JS_WHITESPACE))
+    return "\n".join(out).strip(JS_WHITESPACE)

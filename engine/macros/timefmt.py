@@ -1,0 +1,270 @@
+"""Date formatting, parsing and humanized durations the way moment.js (``en`` locale) does them,
+for ``{{time}}``, ``{{date}}``, ``{{datetimeformat}}``, ``{{timeDiff}}`` and ``{{idleDuration}}``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+_DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
+_LONG_FORMATS = {
+    "LTS": "h:mm:ss A",
+    "LT": "h:mm A",
+    "LLLL": "dddd, MMMM D, YYYY h:mm A",
+    "LLL": "MMMM D, YYYY h:mm A",
+    "LL": "MMMM D, YYYY",
+    "L": "MM/DD/YYYY",
+    "llll": "ddd, MMM D, YYYY h:mm A",
+    "lll": "MMM D, YYYY h:mm A",
+    "ll": "MMM D, YYYY",
+    "l": "M/D/YYYY",
+}
+_LONG = re.compile(r"\[[^\[]*\]|LTS|LT|LLLL|LLL|LL|L|llll|lll|ll|l")
+_TOKEN = re.compile(
+    r"\[[^\[]*\]|\\.|Mo|MMMM|MMM|MM|M|DDDo|DDDD|DDD|Do|DD|D|dddd|ddd|dd|do|d|wo|ww|w|Wo|WW|W"
+    r"|Qo|Q|YYYYYY|YYYYY|YYYY|YY|Y|gggg|gg|GGGG|GG|e|E|a|A|hh|h|HH|H|kk|k|mm|m|ss|s|S{1,9}"
+    r"|x|X|ZZ|Z|zz|z|.",
+    re.DOTALL,
+)
+_UTC_OFFSET = re.compile(r"UTC([+-]\d+)\Z")
+
+
+def zone(name: str) -> tzinfo:
+    """The time zone called ``name`` (UTC when it is unknown)."""
+    if not name or name.upper() == "UTC":
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return UTC
+
+
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``11th`` ..."""
+    if 11 <= n % 100 <= 13:
+        return f"{n}th"
+    return f"{n}" + {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+
+
+def _offset(moment: datetime, sep: str) -> str:
+    delta = moment.utcoffset() or timedelta(0)
+    minutes = int(delta.total_seconds() // 60)
+    sign = "+" if minutes >= 0 else "-"
+    minutes = abs(minutes)
+    return f"{sign}{minutes // 60:02d}{sep}{minutes % 60:02d}"
+
+
+def _token(moment: datetime, tok: str) -> str:  # noqa: C901 - one table of cases
+    if tok.startswith("["):
+        return tok[1:-1]
+    if tok.startswith("\\"):
+        return tok[1:]
+    month = moment.month
+    day = moment.day
+    weekday = (moment.weekday() + 1) % 7  # moment: Sunday is 0
+    hour = moment.hour
+    year = moment.year
+    day_of_year = moment.timetuple().tm_yday
+    iso_year, iso_week, iso_day = moment.isocalendar()
+    table = {
+        "M": str(month),
+        "Mo": ordinal(month),
+        "MM": f"{month:02d}",
+        "MMM": _MONTHS[month - 1][:3],
+        "MMMM": _MONTHS[month - 1],
+        "Q": str((month - 1) // 3 + 1),
+        "Qo": ordinal((month - 1) // 3 + 1),
+        "D": str(day),
+        "Do": ordinal(day),
+        "DD": f"{day:02d}",
+        "DDD": str(day_of_year),
+        "DDDo": ordinal(day_of_year),
+        "DDDD": f"{day_of_year:03d}",
+        "d": str(weekday),
+        "do": ordinal(weekday),
+        "dd": _DAYS[weekday][:2],
+        "ddd": _DAYS[weekday][:3],
+        "dddd": _DAYS[weekday],
+        "e": str(weekday),
+        "E": str(iso_day),
+        "W": str(iso_week),
+        "Wo": ordinal(iso_week),
+        "WW": f"{iso_week:02d}",
+        "GGGG": f"{iso_year:04d}",
+        "GG": f"{iso_year % 100:02d}",
+        "YYYY": f"{year:04d}" if year < 10000 else f"+{year}",
+        "YYYYY": f"{year:05d}",
+        "YYYYYY": f"{'+' if year >= 0 else '-'}{abs(year):06d}",
+        "YY": f"{year % 100:02d}",
+        "Y": str(year),
+        "a": "am" if hour < 12 else "pm",
+        "A": "AM" if hour < 12 else "PM",
+        "H": str(hour),
+        "HH": f"{hour:02d}",
+        "h": str(hour % 12 or 12),
+        "hh": f"{hour % 12 or 12:02d}",
+        "k": str(hour or 24),
+        "kk": f"{hour or 24:02d}",
+        "m": str(moment.minute),
+        "mm": f"{moment.minute:02d}",
+        "s": str(moment.second),
+        "ss": f"{moment.second:02d}",
+        "Z": _offset(moment, ":"),
+        "ZZ": _offset(moment, ""),
+        "z": moment.tzname() or "",
+        "zz": moment.tzname() or "",
+        "X": str(int(moment.timestamp())),
+        "x": str(int(moment.timestamp() * 1000)),
+    }
+    if tok in table:
+        return table[tok]
+    if tok.startswith("S") and set(tok) == {"S"}:
+        return f"{moment.microsecond:06d}000"[: len(tok)]
+    if tok in ("w", "wo", "ww", "gg", "gggg"):
+        # Locale week (en: weeks start on Sunday, the week with Jan 1st is week 1).
+        jan1 = moment.replace(month=1, day=1)
+        offset = (jan1.weekday() + 1) % 7
+        week = (day_of_year + offset - 1) // 7 + 1
+        if tok == "w":
+            return str(week)
+        if tok == "wo":
+            return ordinal(week)
+        if tok == "ww":
+            return f"{week:02d}"
+        return f"{year % 100:02d}" if tok == "gg" else f"{year:04d}"
+    return tok
+
+
+def format_moment(moment: datetime, fmt: str) -> str:
+    """``moment.format(fmt)``."""
+    for _ in range(5):  # long-date tokens expand into ordinary tokens
+        expanded = _LONG.sub(lambda m: _LONG_FORMATS.get(m.group(), m.group()), fmt)
+        if expanded == fmt:
+            break
+        fmt = expanded
+    return "".join(_token(moment, m.group()) for m in _TOKEN.finditer(fmt))
+
+
+def utc_offset_time(now: datetime, argument: str) -> datetime | None:
+    """``{{time::UTC+2}}``: moment reads ``|n| < 16`` as hours, anything else as minutes."""
+    match = _UTC_OFFSET.match(argument)
+    if match is None:
+        return None
+    n = int(match.group(1))
+    minutes = n * 60 if abs(n) < 16 else n
+    if abs(minutes) >= 24 * 60:
+        return None
+    return now.astimezone(timezone(timedelta(minutes=minutes)))
+
+
+def _round(x: float) -> int:
+    return math.floor(x + 0.5)
+
+
+def humanize(milliseconds: float, with_suffix: bool = False) -> str:
+    """``moment.duration(ms).humanize(withSuffix)`` in English."""
+    span = abs(milliseconds)
+    seconds = _round(span / 1000)
+    minutes = _round(span / 60000)
+    hours = _round(span / 3600000)
+    days_exact = span / 86400000
+    days = _round(days_exact)
+    months = _round(days_exact * 4800 / 146097)
+    years = _round(days_exact * 4800 / 146097 / 12)
+    if seconds <= 44:
+        text = "a few seconds"
+    elif seconds < 45:
+        text = f"{seconds} seconds"
+    elif minutes <= 1:
+        text = "a minute"
+    elif minutes < 45:
+        text = f"{minutes} minutes"
+    elif hours <= 1:
+        text = "an hour"
+    elif hours < 22:
+        text = f"{hours} hours"
+    elif days <= 1:
+        text = "a day"
+    elif days < 26:
+        text = f"{days} days"
+    elif months <= 1:
+        text = "a month"
+    elif months < 11:
+        text = f"{months} months"
+    elif years <= 1:
+        text = "a year"
+    else:
+        text = f"{years} years"
+    if not with_suffix:
+        return text
+    return f"in {text}" if milliseconds > 0 else f"{text} ago"
+
+
+_ISO = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?"
+    r"\s*(Z|[+-]\d{2}:?\d{2})?\Z",
+    re.IGNORECASE,
+)
+_LEGACY_FORMATS = ("%B %d, %Y %I:%M%p", "%B %d, %Y %I:%M %p", "%a, %d %b %Y %H:%M:%S %z")
+
+
+def parse_date(value: object, tz: tzinfo) -> datetime | None:
+    """A date from an ISO 8601 string, an RFC 2822 string, SillyTavern's ``send_date`` format or
+    epoch milliseconds; local times are read in ``tz``."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(value / 1000, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    match = _ISO.match(text)
+    if match:
+        year, month, day, hour, minute, second, fraction, offset = match.groups()
+        try:
+            moment = datetime(
+                int(year),
+                int(month),
+                int(day),
+                int(hour or 0),
+                int(minute or 0),
+                int(second or 0),
+                int((fraction or "0").ljust(6, "0")[:6]),
+            )
+        except ValueError:
+            return None
+        if offset is None:
+            return moment.replace(tzinfo=tz)
+        if offset.upper() == "Z":
+            return moment.replace(tzinfo=UTC)
+        sign = 1 if offset[0] == "+" else -1
+        digits = offset[1:].replace(":", "")
+        delta = timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+        return moment.replace(tzinfo=timezone(sign * delta))
+    if text.isdigit():
+        return parse_date(int(text), tz)
+    for fmt in _LEGACY_FORMATS:
+        try:
+            parsed = datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=tz)
+    return None
