@@ -9,6 +9,7 @@ while they fit. The history is read lazily, so only the part that fits is ever l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from engine.formats.preset import NAMES_COMPLETION, NAMES_CONTENT, NAMES_DEFAULT
@@ -32,6 +33,7 @@ from engine.prompt.prepare import Prepared, prepare
 from engine.prompt.wi_output import WorldInfoResult
 from engine.prompt.wi_timed import TimedState
 
+Pricer = Callable[[IRMessage], IRMessage]
 # Squashing never merges these utility messages into their neighbours.
 UNSQUASHABLE = ("newMainChat", "newChat", "groupNudge")
 
@@ -172,20 +174,44 @@ def _history_message(prep: Prepared, line: HistoryLine, index: int) -> IRMessage
     )
 
 
-def _history(prep: Prepared, plan: Plan, budget: Budget, priced, stats) -> list[IRMessage]:  # type: ignore[no-untyped-def]
+def _utility(prep: Prepared, key: str, raw: str, identifier: str, **env: object) -> IRMessage:
+    text = prep.render(raw, f"preset.{key}", env or None)
+    return IRMessage(
+        role="system",
+        content=text,
+        sections=(section("utility", key, text),),
+        identifier=identifier,
+    )
+
+
+def _history(
+    prep: Prepared, plan: Plan, budget: Budget, priced: Pricer, stats: dict[str, int]
+) -> list[IRMessage]:
     inp = prep.inp
     preset = inp.preset
     new_chat_raw = preset.new_group_chat_prompt if inp.is_group else preset.new_chat_prompt
-    new_chat_text = prep.render(new_chat_raw, "preset.new_chat_prompt")
-    new_chat = priced(
-        IRMessage(
-            role="system",
-            content=new_chat_text,
-            sections=(section("utility", "new_chat_prompt", new_chat_text),),
-            identifier="newMainChat",
-        )
-    )
+    new_chat = priced(_utility(prep, "new_chat_prompt", new_chat_raw, "newMainChat"))
     budget.spend(new_chat.tokens)
+    tail: list[IRMessage] = []
+    if inp.is_group and inp.generation_type != "impersonate" and preset.group_nudge_prompt:
+        tail.append(
+            priced(_utility(prep, "group_nudge_prompt", preset.group_nudge_prompt, "groupNudge"))
+        )
+    continued = _continued(prep, priced)
+    if continued is not None and preset.continue_prefill:
+        plan.controls.append(continued)
+        budget.spend(continued.tokens)
+    elif continued is not None:
+        nudge = _utility(
+            prep,
+            "continue_nudge_prompt",
+            preset.continue_nudge_prompt,
+            "continueNudge",
+            lastChatMessage=continued.content,
+        )
+        tail.extend([continued, priced(nudge)])
+    for message in tail:
+        budget.spend(message.tokens)
     injections = build_injections(plan.in_chat, prep.extensions)
     newest_first: list[IRMessage] = []
     truncated = False
@@ -219,7 +245,8 @@ def _history(prep: Prepared, plan: Plan, budget: Budget, priced, stats) -> list[
         line = prep.cursor.get(index)
         if line is None:
             break
-        if not take(priced(_history_message(prep, line, index))):
+        skip = index == 0 and continued is not None  # the continued message moves to the end
+        if not skip and not take(priced(_history_message(prep, line, index))):
             break
         index += 1
     # Injections deeper than the chat go before its oldest message, deepest first.
@@ -235,10 +262,24 @@ def _history(prep: Prepared, plan: Plan, budget: Budget, priced, stats) -> list[
     stats["history_messages"] = len(chronological) - injected
     stats["injections"] = injected
     stats["history_truncated"] = int(truncated)
-    return ([new_chat] if new_chat.content else []) + chronological
+    return ([new_chat] if new_chat.content else []) + chronological + tail
 
 
-def _examples(prep: Prepared, budget: Budget, priced, stats) -> list[IRMessage]:  # type: ignore[no-untyped-def]
+def _continued(prep: Prepared, priced: Pricer) -> IRMessage | None:
+    """For ``continue``: the newest message, taken out of the history. With the preset's
+    ``continue_prefill`` it becomes the very last message (a control prompt); otherwise it
+    follows the history with the continue nudge."""
+    if prep.inp.generation_type != "continue":
+        return None
+    line = prep.cursor.get(0)
+    if line is None:
+        return None
+    return priced(replace(_history_message(prep, line, 0), identifier="continuePrefill"))
+
+
+def _examples(
+    prep: Prepared, budget: Budget, priced: Pricer, stats: dict[str, int]
+) -> list[IRMessage]:
     inp = prep.inp
     header_text = prep.render(inp.preset.new_example_chat_prompt, "preset.new_example_chat_prompt")
     out: list[IRMessage] = []

@@ -224,3 +224,49 @@ def test_prompt_regex_runs_on_history_with_depth_and_placement() -> None:
     assert (
         ("again secret", 1, 0) in calls and ("yo", 2, 1) in calls and ("my secret", 1, 2) in calls
     )
+
+
+def test_continue_with_nudge_or_prefill() -> None:
+    p = preset(
+        [
+            {"identifier": "chatHistory", "marker": True},
+            {"identifier": "jailbreak", "content": "PHI"},
+        ],
+        ["chatHistory", "jailbreak"],
+        continue_nudge_prompt="[Continue: {{lastChatMessage}}]",
+    )
+
+    class Last:
+        def render(self, text: str, *, source: str, env=None) -> str:  # type: ignore[no-untyped-def]
+            return text.replace("{{lastChatMessage}}", str((env or {}).get("lastChatMessage", "")))
+
+    def go(q):  # type: ignore[no-untyped-def]
+        return [
+            m.content
+            for m in assemble(
+                AssemblyInput(
+                    preset=q,
+                    character=CharacterFields(name="Sera"),
+                    history=chat("hi", "Once upon"),
+                    generation_type="continue",
+                ),
+                macros=Last(),
+            ).ir.messages
+        ]
+
+    assert go(p) == ["[Start a new Chat]", "hi", "Once upon", "[Continue: Once upon]", "PHI"]
+    prefill = preset(
+        [
+            {"identifier": "chatHistory", "marker": True},
+            {"identifier": "jailbreak", "content": "PHI"},
+        ],
+        ["chatHistory", "jailbreak"],
+        continue_prefill=True,
+    )
+    assert go(prefill) == ["[Start a new Chat]", "hi", "PHI", "Once upon"]
+
+
+def test_group_nudge_follows_the_history() -> None:
+    result = run(HISTORY_ONLY, chat("hi"), is_group=True)
+    assert contents(result)[-1] == "[Write the next reply only as {{char}}.]"
+    assert contents(result)[0].startswith("[Start a new group chat.")
