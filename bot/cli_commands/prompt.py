@@ -29,15 +29,9 @@ from engine.formats.regex_scripts import (
 from engine.formats.worldbook import character_book_to_worldbook, parse_worldbook
 from engine.prompt.assemble import AssemblyResult, assemble
 from engine.prompt.budget import EstimateCounter, TokenCounter
-from engine.prompt.inputs import (
-    AssemblyInput,
-    CharacterFields,
-    HistoryLine,
-    ListHistory,
-    MacroRenderer,
-    RawMacros,
-)
+from engine.prompt.inputs import AssemblyInput, CharacterFields, HistoryLine, ListHistory
 from engine.prompt.ir import MODES
+from engine.prompt.macro_port import EngineMacros, macro_context
 from engine.prompt.regex_run import apply_scripts
 from engine.prompt.wi_sources import BookSource
 
@@ -75,7 +69,7 @@ def _read(path: Path) -> bytes:
     return data
 
 
-def read_history(path: Path, *, user_name: str) -> ListHistory:
+def read_history(path: Path, *, user_name: str) -> list[HistoryLine]:
     """The visible messages of a SillyTavern JSONL chat (the header and hidden ones skipped)."""
     text = _read(path).decode("utf-8-sig", errors="strict") if path else ""
     lines: list[HistoryLine] = []
@@ -107,7 +101,7 @@ def read_history(path: Path, *, user_name: str) -> ListHistory:
                 force_avatar=bool(value.get("force_avatar")),
             )
         )
-    return ListHistory(lines)
+    return lines
 
 
 def _scripts(
@@ -127,24 +121,6 @@ def _scripts(
     return scripts
 
 
-class _MacroPort:
-    """The assembler's macro renderer for a dry run, collecting warnings and traces.
-
-    The macro engine does not expose an evaluation entry point yet, so text is left raw and
-    the report says so; wiring it in only changes :meth:`render`.
-    """
-
-    def __init__(self) -> None:
-        self.warnings: list[Any] = []
-        self.traces: list[Any] = []
-        self.available = False
-        self._raw: MacroRenderer = RawMacros()
-
-    def render(self, text: str, *, source: str, env: Mapping[str, object] | None = None) -> str:
-        """The text with macros expanded (unchanged while no engine is wired)."""
-        return self._raw.render(text, source=source, env=env)
-
-
 def _token_counter(preset: Preset) -> TokenCounter:
     try:
         module = importlib.import_module("engine.prompt.tokens")
@@ -155,7 +131,7 @@ def _token_counter(preset: Preset) -> TokenCounter:
     return factory(model) if callable(factory) else EstimateCounter()
 
 
-def build_result(args: argparse.Namespace) -> tuple[AssemblyResult, _MacroPort]:
+def build_result(args: argparse.Namespace) -> tuple[AssemblyResult, EngineMacros, list[str]]:
     """Load the files and assemble (raises FormatError on a malformed file)."""
     card_source = str(args.card)
     card = parse_card(_read(args.card), source=card_source)
@@ -185,12 +161,16 @@ def build_result(args: argparse.Namespace) -> tuple[AssemblyResult, _MacroPort]:
         regex_warnings.extend(f"{w.script_name}: {w.message}" for w in run.warnings)
         return run.text
 
-    history = read_history(args.history, user_name=args.user) if args.history else ListHistory([])
-    macros = _MacroPort()
+    lines = read_history(args.history, user_name=args.user) if args.history else []
+    character = CharacterFields.from_card(card)
+    context = macro_context(
+        character, user_name=args.user, recent=lines, user_input=args.message, chat_id=card_source
+    )
+    macros = EngineMacros(context, phase="dry_run", trace=True)
     inp = AssemblyInput(
         preset=preset,
-        character=CharacterFields.from_card(card),
-        history=history,
+        character=character,
+        history=ListHistory(lines),
         user_name=args.user,
         user_input=args.message,
         books=books,
@@ -199,23 +179,26 @@ def build_result(args: argparse.Namespace) -> tuple[AssemblyResult, _MacroPort]:
         dry_run=True,
     )
     result = assemble(inp, macros=macros, regex=regex, tokens=_token_counter(preset))
-    macros.warnings.extend({"code": "regex", "message": w} for w in dict.fromkeys(regex_warnings))
-    return result, macros
+    return result, macros, list(dict.fromkeys(regex_warnings))
 
 
-def report(result: AssemblyResult, macros: _MacroPort) -> dict[str, Any]:
+def report(
+    result: AssemblyResult, macros: EngineMacros, regex_warnings: list[str]
+) -> dict[str, Any]:
     """The dry-run JSON object."""
     return {
         "mode": result.ir.mode,
         "messages": [m.to_json() for m in result.ir.messages],
         "world_info": [e.to_json() for e in result.world_info.activated],
         "macro": {
-            "engine": "wired" if macros.available else "none (macros left raw)",
-            "warnings": macros.warnings,
-            "traces": macros.traces,
+            "phase": macros.phase,
+            "warnings": [w.to_json() for w in macros.warnings],
+            "traces": [t.to_json() for t in macros.traces],
+            "mutations": [m.to_json() for m in macros.mutations],
         },
         "budget": result.ir.budget.to_json(),
-        "warnings": list(result.ir.warnings),
+        "timed_world_info": result.timed_state.to_json(),
+        "warnings": list(result.ir.warnings) + [f"regex {w}" for w in regex_warnings],
     }
 
 
@@ -224,8 +207,8 @@ def dry_run(args: argparse.Namespace, out: Any = None) -> int:
     stream = out or sys.stdout
     if args.max_context is not None and args.max_context <= 0:
         raise FormatError("must be a positive number of tokens", field="--max-context")
-    result, macros = build_result(args)
-    data = report(result, macros)
+    result, macros, regex_warnings = build_result(args)
+    data = report(result, macros, regex_warnings)
     if args.json:
         json.dump(data, stream, ensure_ascii=False, indent=2)
         stream.write("\n")

@@ -51,7 +51,12 @@ def test_dry_run_prints_messages_sources_world_info_and_budget(
     books = {e["book"] for e in data["world_info"]}
     assert "worldinfo_Eldoria" in books
     assert data["budget"]["available"] == 4095 - 300 - 3
-    assert set(data["macro"]) >= {"warnings", "traces"}
+    assert set(data["macro"]) >= {"warnings", "traces", "mutations"}
+    # The macro engine is wired in: names are expanded and every evaluation is traced.
+    assert data["messages"][0]["content"] == (
+        "Write Seraphina's next reply in a fictional chat between Seraphina and Ann."
+    )
+    assert data["macro"]["traces"] and data["macro"]["phase"] == "dry_run"
 
 
 def test_dry_run_honours_max_context(capsys: pytest.CaptureFixture[str]) -> None:
