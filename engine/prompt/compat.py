@@ -154,14 +154,15 @@ def plan_compat(prep: Prepared) -> Plan:
             else []
         )
         plan.slots.append(Slot(identifier=ident, messages=messages))
-    _anchor_note(prep, plan)
+    anchor_note(prep, plan)
     if inp.mode == "compat_plus":
         add_memory(prep, plan)
     add_controls(prep, plan)
     return plan
 
 
-def _anchor_note(prep: Prepared, plan: Plan) -> None:
+def anchor_note(prep: Prepared, plan: Plan) -> None:
+    """Place an in-prompt Author's Note around ``main`` (or beside it in the chat)."""
     note = prep.inp.author_note
     if not prep.note_inserted or note is None:
         return

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.prompt.ir import IRMessage, Role, Section, Source
+from engine.prompt.ir import IRMessage, Role, Section, Source, SourceKind
 
 DEFAULT_ORDER = 100
 _ROLES_CHRONOLOGICAL: tuple[Role, ...] = ("assistant", "user", "system")
@@ -76,6 +76,6 @@ def build_injections(
     return out
 
 
-def section(kind: str, ref: str, text: str) -> Section:
+def section(kind: SourceKind, ref: str, text: str) -> Section:
     """Shorthand for a :class:`Section`."""
-    return Section(source=Source(kind=kind, ref=ref), text=text)  # type: ignore[arg-type]
+    return Section(source=Source(kind=kind, ref=ref), text=text)

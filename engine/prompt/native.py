@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from engine.errors import FormatError
 from engine.formats.preset import Preset
-from engine.prompt.compat import _anchor_note, add_controls, add_memory, format_world_info
+from engine.prompt.compat import add_controls, add_memory, anchor_note, format_world_info
 from engine.prompt.inchat import InChatPrompt, section
 from engine.prompt.ir import IRMessage, Role, Section
 from engine.prompt.plan import Plan, Slot
@@ -252,7 +252,7 @@ def plan_native(prep: Prepared, graph: PromptGraph | None) -> Plan:
         )
         plan.slots.append(Slot(identifier=ident, messages=messages))
     _orphan_outlets(prep, plan, used_outlets)
-    _anchor_note(prep, plan)
+    anchor_note(prep, plan)
     add_memory(prep, plan, anchor="memory.anchor")
     add_controls(prep, plan)
     return plan
