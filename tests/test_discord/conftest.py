@@ -32,6 +32,8 @@ class PacedService(FakeRoleplayService):
         self.model_delay_s = model_delay_s
         self.chunk_delay_s = chunk_delay_s
         self.generating = 0
+        self.max_generating: dict[tuple[SessionKey, str], int] = {}
+        self._active: dict[tuple[SessionKey, str], int] = {}
 
     def _paced(self, on_text: OnText | None) -> OnText | None:
         if on_text is None:
@@ -52,11 +54,15 @@ class PacedService(FakeRoleplayService):
         on_text: OnText | None = None,
     ) -> ReplyView:
         self.generating += 1
+        where = (key, branch)
+        self._active[where] = self._active.get(where, 0) + 1
+        self.max_generating[where] = max(self.max_generating.get(where, 0), self._active[where])
         try:
             await asyncio.sleep(self.model_delay_s)
             return await super().respond(key, branch, lines, on_text=self._paced(on_text))
         finally:
             self.generating -= 1
+            self._active[where] -= 1
 
     async def regenerate(
         self, key: SessionKey, branch: str, *, on_text: OnText | None = None

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from tests.fakes.discord import FakeDiscord
-from tests.test_discord.conftest import Starter, World
+from tests.fakes.discord import FakeDiscord, Limits
+from tests.test_discord.conftest import (
+    PacedService,
+    Starter,
+    World,
+    bind,
+    build_world,
+    options_for,
+)
 
 
 async def test_startup_handshake_syncs_commands_and_sees_guilds(
@@ -17,3 +24,25 @@ async def test_startup_handshake_syncs_commands_and_sees_guilds(
     assert {"tavern", "vars", "session", "Branch from here"} <= names
     assert {g.id for g in runner.client.guilds} == {world.guild.id, world.guild2.id}
     assert runner.client.get_channel(world.rp.id) is not None
+
+
+async def test_zlib_stream_transport_carries_a_conversation(service: PacedService) -> None:
+    from adapters.discord.runner import DiscordRunner
+
+    fake = await FakeDiscord(allow_compression=True, limits=Limits(max_lifetime_s=30)).start()
+    runner = None
+    try:
+        world = build_world(fake)
+        runner = DiscordRunner(service, options_for(fake))
+        await runner.start()
+        await runner.wait_ready(5)
+        await bind(world)
+        await fake.say(world.rp, world.alice, "compressed?")
+        await fake.wait_for(
+            lambda: [m for m in fake.sent_in(world.rp) if m["content"].endswith("compressed?")]
+        )
+    finally:
+        if runner is not None:
+            await runner.close()
+        await fake.stop()
+    assert runner.errors == []
