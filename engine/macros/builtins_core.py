@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random as _random
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from engine.macros import diagnostics as d
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from engine.macros.evaluator import MacroEnv
 
 _SYSTEM_RANDOM = _random.Random()
+#: Chat ids repeat on every pick; their hash is memoised.
+_chat_id_hash = lru_cache(maxsize=256)(string_hash)
 _ESCAPED_COMMA = re.compile(r"(?<!\\),")
 
 
@@ -77,7 +80,7 @@ def _chat_hash(env: MacroEnv) -> int:
     source = metadata.get("main_chat")
     if source is None:
         source = env.context.chat_id
-    return string_hash(source) if isinstance(source, str) else 0
+    return _chat_id_hash(source) if isinstance(source, str) else 0
 
 
 def _pick(env: MacroEnv, args: list[str]) -> str:

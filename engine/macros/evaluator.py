@@ -32,6 +32,14 @@ from engine.macros.registry import (
 ACCESS_MODES = ("full", "read_only", "off")
 
 
+def eval_shorthand(env: MacroEnv, node: VarExpr, depth: int, delta: int) -> str:
+    """Evaluate a variable shorthand (imported late: the module needs this one)."""
+    from engine.macros import shorthand
+
+    globals()["eval_shorthand"] = shorthand.eval_shorthand
+    return shorthand.eval_shorthand(env, node, depth, delta)
+
+
 class StepLimitReached(Exception):
     """Internal: unwinds a handler that ran out of steps."""
 
@@ -217,8 +225,6 @@ class MacroEnv:
             elif cls is Scoped:
                 append(self.eval_macro(item.opener, item, depth, delta))  # type: ignore[union-attr,arg-type]
             elif cls is VarExpr:
-                from engine.macros.shorthand import eval_shorthand
-
                 append(eval_shorthand(self, item, depth, delta))  # type: ignore[arg-type]
             else:
                 raw: RawMacro = item  # type: ignore[assignment]
@@ -280,7 +286,7 @@ class MacroEnv:
                 name,
             )
             return self._raw_resolved(m, args, scoped)
-        if definition.args and definition.max_args and (problem := definition.type_error(args)):
+        if definition.typed and (problem := definition.type_error(args)):
             self.warn(d.MACRO_ARG_TYPE_INVALID, f"macro '{m.name}': {problem}", m.start, name)
             return self._raw_resolved(m, args, scoped)
         self.call_name = name

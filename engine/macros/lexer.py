@@ -26,6 +26,11 @@ TOKEN_PIPE = 4
 #: Every structural token: a run of ``{`` (two or more), ``}}``, ``::`` and ``|``.
 TOKENS = re.compile(r"(\{\{+)|(\}\})|(::)|(\|)")
 
+#: The common macro head in one match: flags, name, dropped characters, spaces, separator.
+MACRO_HEAD = re.compile(
+    rf"\{{\{{((?:[{WS}!?~#>]|/(?!/))*)"
+    rf"(?:([A-Za-z][A-Za-z0-9_-]*)([^{WS}:|}}]*)([{WS}]*)(::|:)?)?"
+)
 #: Whitespace and flags between ``{{`` and the name (``/`` only when not the start of ``//``).
 HEAD = re.compile(rf"(?:[{WS}!?~#>]|/(?!/))*")
 IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")

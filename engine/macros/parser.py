@@ -99,11 +99,12 @@ class Parser:
             return [src] if src else []
         stack: list[_Frame] = []
         top: list[Item] = []
-        tokens = lexer.tokenize(src)
         skip_until = 0
-        for kind, start, end in tokens:
+        for token in lexer.TOKENS.finditer(src):
+            start, end = token.span()
             if start < skip_until:
                 continue
+            kind = token.lastindex
             if kind == lexer.TOKEN_OPEN:
                 if stack:
                     length = end - start
@@ -141,28 +142,34 @@ class Parser:
         """Read a macro head at ``at``; push a frame or add a finished node. Returns the
         position before which tokens belong to the head (``at`` when it is not a macro)."""
         src = self.src
-        head = lexer.HEAD.match(src, at + 2)
-        pos = head.end() if head else at + 2
-        flags = "".join(ch for ch in src[at + 2 : pos] if ch in "!?~#/>")
-        if src.startswith("//", pos):
-            frame = _Frame(at, pos + 2, _MODE_SPACE, "//", flags)
-            body = self._arg_mode(frame, pos + 2)
-            stack.append(frame)
-            return body
-        if pos < len(src) and src[pos] in ".$":
-            return self._open_variable(at, pos, stack, top)
-        ident = lexer.IDENTIFIER.match(src, pos)
-        if ident is None:
+        head = lexer.MACRO_HEAD.match(src, at)
+        if head is None:  # pragma: no cover - the pattern always matches '{{'
             return at
-        frame = _Frame(at, ident.end(), _MODE_SPACE, ident.group(), flags)
-        drop = lexer.DROPPED.match(src, ident.end())
-        after = ident.end()
-        if drop is not None and drop.end() > after:
+        flags = head.group(1)
+        if flags:
+            flags = "".join(ch for ch in flags if ch in "!?~#/>")
+        name = head.group(2)
+        if name is None:
+            pos = head.end(1)
+            if src.startswith("//", pos):
+                frame = _Frame(at, pos + 2, _MODE_SPACE, "//", flags)
+                body = self._arg_mode(frame, pos + 2)
+                stack.append(frame)
+                return body
+            if pos < len(src) and src[pos] in ".$":
+                return self._open_variable(at, pos, stack, top)
+            return at
+        sep = head.group(5)
+        if sep == "::":
+            frame = _Frame(at, head.end(), _MODE_DOUBLE, name, flags)
+        elif sep is not None:
+            frame = _Frame(at, head.end(), _MODE_SINGLE, name, flags)
+        else:
+            frame = _Frame(at, head.end(3), _MODE_SPACE, name, flags)
+        if head.end(3) > head.end(2):
             frame.dropped = True
-            after = drop.end()
-        body = self._arg_mode(frame, after)
         stack.append(frame)
-        return body
+        return frame.body
 
     def _arg_mode(self, frame: _Frame, pos: int) -> int:
         """Decide between ``::`` arguments, the single-colon form and the space form."""
@@ -275,6 +282,17 @@ class Parser:
         out: list[Item] = []
         raw_closers: set[int] = set()
         used: set[int] = set()
+        # Indices of the macros of each name that has a closing tag at this level: pairing
+        # only ever looks at those (so a long document of un-scoped macros stays linear).
+        closer_names = {
+            it.lname  # type: ignore[union-attr]
+            for it in items
+            if it.__class__ is Macro and it.closing  # type: ignore[union-attr]
+        }
+        positions: dict[str, list[int]] = {name: [] for name in closer_names}
+        for index, it in enumerate(items):
+            if it.__class__ is Macro and it.lname in positions:  # type: ignore[union-attr]
+                positions[it.lname].append(index)  # type: ignore[union-attr]
         n = len(items)
         i = 0
         while i < n:
@@ -283,7 +301,7 @@ class Parser:
                 out.append(item)
                 i += 1
                 continue
-            macro: Macro = item
+            macro: Macro = item  # type: ignore[assignment]
             if macro.closing:
                 if i in raw_closers:
                     out.append(RawMacro(macro.raw, macro.start, macro.lname, None))
@@ -291,7 +309,8 @@ class Parser:
                     out.append(self._stray(macro))
                 i += 1
                 continue
-            j = self._find_closer(items, i, used)
+            same = positions.get(macro.lname)
+            j = -1 if same is None else self._find_closer(items, i, same, used)
             if j < 0:
                 out.append(macro)
                 i += 1
@@ -315,13 +334,14 @@ class Parser:
             i = j + 1
         return out
 
-    def _find_closer(self, items: list[Item], i: int, used: set[int]) -> int:
+    def _find_closer(self, items: list[Item], i: int, same: list[int], used: set[int]) -> int:
+        """The index of the closing tag that pairs with the opener at ``i`` (or -1)."""
         name = items[i].lname  # type: ignore[union-attr]
         depth = 0
-        for k in range(i + 1, len(items)):
-            other = items[k]
-            if other.__class__ is not Macro or other.lname != name:
+        for k in same:
+            if k <= i:
                 continue
+            other: Macro = items[k]  # type: ignore[assignment]
             if other.closing:
                 if k in used:
                     continue

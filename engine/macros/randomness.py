@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from functools import lru_cache
 
 _MASK32 = 0xFFFFFFFF
 _WIDTH = 256
@@ -34,19 +35,19 @@ def _code_units(text: str) -> bytes | array[int]:
 
 def string_hash(text: str, seed: int = 0) -> int:
     """cyrb53 over UTF-16 code units: a 53-bit integer, as SillyTavern's ``getStringHash``."""
-    h1 = (0xDEADBEEF ^ seed) & _MASK32
-    h2 = (0x41C6CE57 ^ seed) & _MASK32
+    mask = _MASK32
+    k1 = 2654435761
+    k2 = 1597334677
+    h1 = (0xDEADBEEF ^ seed) & mask
+    h2 = (0x41C6CE57 ^ seed) & mask
+    # The two lanes never mix inside the loop, so each runs alone with local names only.
     units = _code_units(text)
     for ch in units:
-        h1 = ((h1 ^ ch) * 2654435761) & _MASK32
+        h1 = ((h1 ^ ch) * k1) & mask
     for ch in units:
-        h2 = ((h2 ^ ch) * 1597334677) & _MASK32
-    h1 = (((h1 ^ (h1 >> 16)) * 2246822507) & _MASK32) ^ (
-        ((h2 ^ (h2 >> 13)) * 3266489909) & _MASK32
-    )
-    h2 = (((h2 ^ (h2 >> 16)) * 2246822507) & _MASK32) ^ (
-        ((h1 ^ (h1 >> 13)) * 3266489909) & _MASK32
-    )
+        h2 = ((h2 ^ ch) * k2) & mask
+    h1 = (((h1 ^ (h1 >> 16)) * 2246822507) & mask) ^ (((h2 ^ (h2 >> 13)) * 3266489909) & mask)
+    h2 = (((h2 ^ (h2 >> 16)) * 2246822507) & mask) ^ (((h1 ^ (h1 >> 13)) * 3266489909) & mask)
     return 4294967296 * (2097151 & h2) + h1
 
 
@@ -56,21 +57,28 @@ class SeedRandom:
     __slots__ = ("_s", "_i", "_j")
 
     def __init__(self, seed: str) -> None:
-        key = _mix_key(seed)
-        if not key:
-            key = [0]
+        key = _mix_key(seed) or [0]
+        keylen = len(key)
+        expanded = key * (_WIDTH // keylen + 1) if keylen < _WIDTH else key
         s = list(range(_WIDTH))
         j = 0
-        keylen = len(key)
         for i in range(_WIDTH):
             t = s[i]
-            j = (j + key[i % keylen] + t) & 0xFF
+            j = (j + expanded[i] + t) & 0xFF
+            s[i] = s[j]
+            s[j] = t
+        # The generator (own i, j from 0) discards its first 256 bytes, without building the
+        # 2048-bit number the discarded output would make.
+        i = j = 0
+        for _ in range(_WIDTH):
+            i = (i + 1) & 0xFF
+            t = s[i]
+            j = (j + t) & 0xFF
             s[i] = s[j]
             s[j] = t
         self._s = s
-        self._i = 0
-        self._j = 0
-        self._bytes(_WIDTH)  # the generator discards its first 256 bytes
+        self._i = i
+        self._j = j
 
     def _bytes(self, count: int) -> int:
         s = self._s
@@ -128,10 +136,15 @@ def _utf16(text: str) -> list[int]:
     return list(units)
 
 
+@lru_cache(maxsize=4096)
+def pick_fraction(seed_text: str) -> float:
+    """The first ``seedrandom`` float for ``seed_text``'s hash (memoised: it is pure)."""
+    return SeedRandom(str(string_hash(seed_text))).random()
+
+
 def pick_index(seed_text: str, count: int) -> int:
     """The index SillyTavern's ``{{pick}}`` chooses among ``count`` items for ``seed_text``."""
-    rng = SeedRandom(str(string_hash(seed_text)))
-    return int(rng.random() * count)
+    return int(pick_fraction(seed_text) * count)
 
 
 def parse_dice(formula: str) -> tuple[int, int, int] | None:

@@ -72,6 +72,7 @@ class MacroDef:
     description: str = ""
     min_args: int = field(init=False)
     max_args: int = field(init=False)
+    typed: bool = field(init=False)
 
     def __post_init__(self) -> None:
         minimum = len(self.args)
@@ -81,6 +82,7 @@ class MacroDef:
                 break
         object.__setattr__(self, "min_args", minimum)
         object.__setattr__(self, "max_args", len(self.args))
+        object.__setattr__(self, "typed", any(spec.type != "string" for spec in self.args))
 
     def arity_ok(self, count: int) -> bool:
         """SillyTavern's ``isArgsValid``."""

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 _MONTHS = (
@@ -46,6 +48,7 @@ _TOKEN = re.compile(
 _UTC_OFFSET = re.compile(r"UTC([+-]\d+)\Z")
 
 
+@lru_cache(maxsize=64)
 def zone(name: str) -> tzinfo:
     """The time zone called ``name`` (UTC when it is unknown)."""
     if not name or name.upper() == "UTC":
@@ -71,89 +74,106 @@ def _offset(moment: datetime, sep: str) -> str:
     return f"{sign}{minutes // 60:02d}{sep}{minutes % 60:02d}"
 
 
-def _token(moment: datetime, tok: str) -> str:  # noqa: C901 - one table of cases
+def _locale_week(moment: datetime) -> int:
+    """Week of the year in the ``en`` locale (weeks start on Sunday; Jan 1st is in week 1)."""
+    jan1 = moment.replace(month=1, day=1)
+    offset = (jan1.weekday() + 1) % 7
+    return (moment.timetuple().tm_yday + offset - 1) // 7 + 1
+
+
+def _weekday(moment: datetime) -> int:
+    return (moment.weekday() + 1) % 7  # moment: Sunday is 0
+
+
+def _year(moment: datetime, width: int) -> str:
+    year = moment.year
+    if width == 6:
+        return f"{'+' if year >= 0 else '-'}{abs(year):06d}"
+    if width == 5:
+        return f"{year:05d}"
+    return f"{year:04d}" if year < 10000 else f"+{year}"
+
+
+_FIELDS: dict[str, Callable[[datetime], str]] = {
+    "M": lambda t: str(t.month),
+    "Mo": lambda t: ordinal(t.month),
+    "MM": lambda t: f"{t.month:02d}",
+    "MMM": lambda t: _MONTHS[t.month - 1][:3],
+    "MMMM": lambda t: _MONTHS[t.month - 1],
+    "Q": lambda t: str((t.month - 1) // 3 + 1),
+    "Qo": lambda t: ordinal((t.month - 1) // 3 + 1),
+    "D": lambda t: str(t.day),
+    "Do": lambda t: ordinal(t.day),
+    "DD": lambda t: f"{t.day:02d}",
+    "DDD": lambda t: str(t.timetuple().tm_yday),
+    "DDDo": lambda t: ordinal(t.timetuple().tm_yday),
+    "DDDD": lambda t: f"{t.timetuple().tm_yday:03d}",
+    "d": lambda t: str(_weekday(t)),
+    "do": lambda t: ordinal(_weekday(t)),
+    "dd": lambda t: _DAYS[_weekday(t)][:2],
+    "ddd": lambda t: _DAYS[_weekday(t)][:3],
+    "dddd": lambda t: _DAYS[_weekday(t)],
+    "e": lambda t: str(_weekday(t)),
+    "E": lambda t: str(t.isocalendar()[2]),
+    "w": lambda t: str(_locale_week(t)),
+    "wo": lambda t: ordinal(_locale_week(t)),
+    "ww": lambda t: f"{_locale_week(t):02d}",
+    "W": lambda t: str(t.isocalendar()[1]),
+    "Wo": lambda t: ordinal(t.isocalendar()[1]),
+    "WW": lambda t: f"{t.isocalendar()[1]:02d}",
+    "gg": lambda t: f"{t.year % 100:02d}",
+    "gggg": lambda t: f"{t.year:04d}",
+    "GG": lambda t: f"{t.isocalendar()[0] % 100:02d}",
+    "GGGG": lambda t: f"{t.isocalendar()[0]:04d}",
+    "Y": lambda t: str(t.year),
+    "YY": lambda t: f"{t.year % 100:02d}",
+    "YYYY": lambda t: _year(t, 4),
+    "YYYYY": lambda t: _year(t, 5),
+    "YYYYYY": lambda t: _year(t, 6),
+    "a": lambda t: "am" if t.hour < 12 else "pm",
+    "A": lambda t: "AM" if t.hour < 12 else "PM",
+    "H": lambda t: str(t.hour),
+    "HH": lambda t: f"{t.hour:02d}",
+    "h": lambda t: str(t.hour % 12 or 12),
+    "hh": lambda t: f"{t.hour % 12 or 12:02d}",
+    "k": lambda t: str(t.hour or 24),
+    "kk": lambda t: f"{t.hour or 24:02d}",
+    "m": lambda t: str(t.minute),
+    "mm": lambda t: f"{t.minute:02d}",
+    "s": lambda t: str(t.second),
+    "ss": lambda t: f"{t.second:02d}",
+    "Z": lambda t: _offset(t, ":"),
+    "ZZ": lambda t: _offset(t, ""),
+    "z": lambda t: t.tzname() or "",
+    "zz": lambda t: t.tzname() or "",
+    "X": lambda t: str(int(t.timestamp())),
+    "x": lambda t: str(int(t.timestamp() * 1000)),
+}
+
+
+def _token(moment: datetime, tok: str) -> str:
+    field = _FIELDS.get(tok)
+    if field is not None:
+        return field(moment)
     if tok.startswith("["):
         return tok[1:-1]
     if tok.startswith("\\"):
         return tok[1:]
-    month = moment.month
-    day = moment.day
-    weekday = (moment.weekday() + 1) % 7  # moment: Sunday is 0
-    hour = moment.hour
-    year = moment.year
-    day_of_year = moment.timetuple().tm_yday
-    iso_year, iso_week, iso_day = moment.isocalendar()
-    table = {
-        "M": str(month),
-        "Mo": ordinal(month),
-        "MM": f"{month:02d}",
-        "MMM": _MONTHS[month - 1][:3],
-        "MMMM": _MONTHS[month - 1],
-        "Q": str((month - 1) // 3 + 1),
-        "Qo": ordinal((month - 1) // 3 + 1),
-        "D": str(day),
-        "Do": ordinal(day),
-        "DD": f"{day:02d}",
-        "DDD": str(day_of_year),
-        "DDDo": ordinal(day_of_year),
-        "DDDD": f"{day_of_year:03d}",
-        "d": str(weekday),
-        "do": ordinal(weekday),
-        "dd": _DAYS[weekday][:2],
-        "ddd": _DAYS[weekday][:3],
-        "dddd": _DAYS[weekday],
-        "e": str(weekday),
-        "E": str(iso_day),
-        "W": str(iso_week),
-        "Wo": ordinal(iso_week),
-        "WW": f"{iso_week:02d}",
-        "GGGG": f"{iso_year:04d}",
-        "GG": f"{iso_year % 100:02d}",
-        "YYYY": f"{year:04d}" if year < 10000 else f"+{year}",
-        "YYYYY": f"{year:05d}",
-        "YYYYYY": f"{'+' if year >= 0 else '-'}{abs(year):06d}",
-        "YY": f"{year % 100:02d}",
-        "Y": str(year),
-        "a": "am" if hour < 12 else "pm",
-        "A": "AM" if hour < 12 else "PM",
-        "H": str(hour),
-        "HH": f"{hour:02d}",
-        "h": str(hour % 12 or 12),
-        "hh": f"{hour % 12 or 12:02d}",
-        "k": str(hour or 24),
-        "kk": f"{hour or 24:02d}",
-        "m": str(moment.minute),
-        "mm": f"{moment.minute:02d}",
-        "s": str(moment.second),
-        "ss": f"{moment.second:02d}",
-        "Z": _offset(moment, ":"),
-        "ZZ": _offset(moment, ""),
-        "z": moment.tzname() or "",
-        "zz": moment.tzname() or "",
-        "X": str(int(moment.timestamp())),
-        "x": str(int(moment.timestamp() * 1000)),
-    }
-    if tok in table:
-        return table[tok]
-    if tok.startswith("S") and set(tok) == {"S"}:
+    if tok[0] == "S" and tok == "S" * len(tok):
         return f"{moment.microsecond:06d}000"[: len(tok)]
-    if tok in ("w", "wo", "ww", "gg", "gggg"):
-        # Locale week (en: weeks start on Sunday, the week with Jan 1st is week 1).
-        jan1 = moment.replace(month=1, day=1)
-        offset = (jan1.weekday() + 1) % 7
-        week = (day_of_year + offset - 1) // 7 + 1
-        if tok == "w":
-            return str(week)
-        if tok == "wo":
-            return ordinal(week)
-        if tok == "ww":
-            return f"{week:02d}"
-        return f"{year % 100:02d}" if tok == "gg" else f"{year:04d}"
     return tok
 
 
 def format_moment(moment: datetime, fmt: str) -> str:
-    """``moment.format(fmt)``."""
+    """``moment.format(fmt)`` (memoised: the clock is frozen per evaluation)."""
+    # Equal instants in different zones compare equal, so the key carries the zone too.
+    return _format_cached(moment, moment.utcoffset(), moment.tzname(), fmt)
+
+
+@lru_cache(maxsize=1024)
+def _format_cached(
+    moment: datetime, offset: timedelta | None, zone_name: str | None, fmt: str
+) -> str:
     for _ in range(5):  # long-date tokens expand into ordinary tokens
         expanded = _LONG.sub(lambda m: _LONG_FORMATS.get(m.group(), m.group()), fmt)
         if expanded == fmt:
