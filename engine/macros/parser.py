@@ -284,15 +284,11 @@ class Parser:
         used: set[int] = set()
         # Indices of the macros of each name that has a closing tag at this level: pairing
         # only ever looks at those (so a long document of un-scoped macros stays linear).
-        closer_names = {
-            it.lname  # type: ignore[union-attr]
-            for it in items
-            if it.__class__ is Macro and it.closing  # type: ignore[union-attr]
-        }
+        closer_names = {it.lname for it in items if it.__class__ is Macro and it.closing}
         positions: dict[str, list[int]] = {name: [] for name in closer_names}
         for index, it in enumerate(items):
-            if it.__class__ is Macro and it.lname in positions:  # type: ignore[union-attr]
-                positions[it.lname].append(index)  # type: ignore[union-attr]
+            if it.__class__ is Macro and it.lname in positions:
+                positions[it.lname].append(index)
         n = len(items)
         i = 0
         while i < n:
@@ -301,7 +297,7 @@ class Parser:
                 out.append(item)
                 i += 1
                 continue
-            macro: Macro = item  # type: ignore[assignment]
+            macro: Macro = item
             if macro.closing:
                 if i in raw_closers:
                     out.append(RawMacro(macro.raw, macro.start, macro.lname, None))
