@@ -51,7 +51,7 @@ def _png_text_keys(data: bytes, filename: str) -> set[bytes]:
         (length,) = struct.unpack(">I", data[pos : pos + 4])
         kind = data[pos + 4 : pos + 8]
         body = data[pos + 8 : pos + 8 + length]
-        if len(body) < length:
+        if pos + 12 + length > len(data):
             raise FormatError("the PNG is cut short (a chunk runs past the end)", source=filename)
         if kind in (b"tEXt", b"iTXt", b"zTXt"):
             keys.add(body.split(b"\x00", 1)[0])
