@@ -33,6 +33,7 @@ def eval_shorthand(env: MacroEnv, node: VarExpr, depth: int, delta: int) -> str:
     if not env.step(node.start):
         return node.src[node.start : node.end]
     scope: d.Scope = node.scope  # type: ignore[assignment]
+    env.call_position = node.start + delta
     op = node.op
     name = node.name
     env.use("." if scope == "local" else "$")
