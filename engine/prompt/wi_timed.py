@@ -60,7 +60,8 @@ class TimedState:
             raise FormatError("expected an object", source=source)
         parsed: dict[str, dict[str, TimedRecord]] = {}
         for effect in EFFECTS:
-            items = data.get(effect) or {}
+            items = data.get(effect)
+            items = {} if items is None else items
             if not isinstance(items, Mapping):
                 raise FormatError("expected an object", source=source, field=effect)
             parsed[effect] = {}
