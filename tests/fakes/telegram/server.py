@@ -260,7 +260,7 @@ class FakeTelegramServer:
                 "use deleteWebhook to delete the webhook first",
             )
         failing, mode = self._poll_outage
-        if failing > 0:
+        if failing > 0 and mode != "lose":
             self._poll_outage = (failing - 1, mode)
             await self._record(Call("getUpdates", params, 502))
             if mode == "drop" and request.transport is not None:
@@ -287,6 +287,13 @@ class FakeTelegramServer:
             batch = [] if self.stopped else self._deliverable()[:limit]
         for update in batch:
             self.delivered[update["update_id"]] = self.delivered.get(update["update_id"], 0) + 1
+        failing, mode = self._poll_outage
+        if batch and mode == "lose" and failing > 0 and request.transport is not None:
+            # The batch left the server but the answer never reaches the bot.
+            self._poll_outage = (failing - 1, mode)
+            await self._record(Call("getUpdates", params, 502))
+            request.transport.close()
+            return web.Response(status=502)
         await self._record(Call("getUpdates", params, 200))
         return web.json_response({"ok": True, "result": batch})
 
@@ -342,7 +349,8 @@ class FakeTelegramServer:
         self._faults.setdefault(method, []).append(fault)
 
     def fail_polls(self, count: int, *, mode: str = "502") -> None:
-        """Make the next ``count`` getUpdates calls fail: ``502`` or ``drop`` (connection cut)."""
+        """Make the next ``count`` getUpdates calls fail: ``502``, ``drop`` (connection cut) or
+        ``lose`` (updates handed out, then the connection cut before the answer arrives)."""
         self._poll_outage = (count, mode)
 
     # ----------------------------------------------------------------- world (test side)
