@@ -297,7 +297,8 @@ def parse_worldbook(data: object, *, source: str, name: str = "") -> WorldBook:
         raise top.fail("entries", f"{len(entries_value)} entries, over MAX_ENTRIES={MAX_ENTRIES}")
     entries: list[WorldEntry] = []
     for index, (key, item) in enumerate(entries_value.items()):
-        fallback = int(key) if str(key).isdigit() else index
+        text = str(key)
+        fallback = int(text) if text.isascii() and text.isdigit() else index
         entries.append(
             _entry_from_world(item, source=source, path=f"entries.{key}", fallback_uid=fallback)
         )
