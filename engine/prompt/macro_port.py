@@ -40,10 +40,20 @@ class Diagnostic:
 class EngineMacros:
     """Renders prompt text with :func:`engine.macros.evaluate` in one phase."""
 
-    def __init__(self, context: MacroContext, *, phase: Phase, trace: bool = False) -> None:
+    def __init__(
+        self,
+        context: MacroContext,
+        *,
+        phase: Phase,
+        trace: bool = False,
+        history_access: str = "read_only",
+    ) -> None:
         self.context = context
         self.phase: Phase = phase
         self.trace = trace
+        # Chat messages are text people (or the model) typed: by default their write macros
+        # stay raw (DESIGN §4); the session may choose "full" or "off".
+        self.history_access = history_access
         self.warnings: list[Diagnostic] = []
         self.traces: list[Diagnostic] = []
         self.mutations: list[Diagnostic] = []
@@ -66,6 +76,7 @@ class EngineMacros:
             original=original if isinstance(original, str) else None,
             dynamic_macros=dynamic or None,
             trace=self.trace,
+            access=self.history_access if source.startswith("history.") else "full",
         )
         self.warnings.extend(Diagnostic(source=source, item=w) for w in result.warnings)
         self.traces.extend(Diagnostic(source=source, item=t) for t in result.traces)

@@ -54,3 +54,15 @@ def test_dry_run_phase_reports_preview_writes() -> None:
     assert macros.render("{{setvar::x::1}}ok", source="t") == "ok"
     assert [w.item.code for w in macros.warnings] == ["macro_preview_side_effect_suppressed"]
     assert macros.warnings[0].to_json()["source"] == "t"
+
+
+def test_chat_messages_are_read_only_by_default() -> None:
+    context = macro_context(CharacterFields(name="Sera"), user_name="Ann")
+    macros = EngineMacros(context, phase="assemble")
+    out = macros.render("{{setvar::x::1}}{{char}}", source="history.input")
+    assert out == "{{setvar::x::1}}Sera" and not macros.mutations
+    assert "macro_write_forbidden" in [w.item.code for w in macros.warnings]  # type: ignore[union-attr]
+    full = EngineMacros(context, phase="assemble", history_access="full")
+    assert full.render("{{setvar::x::1}}ok", source="history.3") == "ok" and full.mutations
+    off = EngineMacros(context, phase="assemble", history_access="off")
+    assert off.render("{{char}}", source="history.3") == "{{char}}"
