@@ -186,3 +186,23 @@ def test_fuzz_parse_worldbook_only_raises_format_error(data: object) -> None:
     assert isinstance(book, WorldBook)
     json.dumps(worldbook_to_json(book), default=str)
     copy.deepcopy(worldbook_to_character_book(book))
+
+
+def test_card_embedded_book_and_attached_book_activate_together() -> None:
+    from engine.formats.cards import parse_card
+    from engine.prompt.wi_sources import BookSource, ListWindow
+    from engine.prompt.worldinfo import WorldInfoRequest, scan_world_info
+
+    card = parse_card((DATA / "card_v2v3_Seraphina.png").read_bytes(), source="Seraphina.png")
+    assert card.character_book is not None
+    embedded = character_book_to_worldbook(card.character_book, source="Seraphina.png")
+    assert len(embedded.entries) == 4 and all(e.keys for e in embedded.entries)
+    eldoria = json.loads((DATA / "worldinfo_Eldoria.json").read_text(encoding="utf-8"))
+    attached = parse_worldbook(eldoria, source="Eldoria.json", name="Eldoria")
+    request = WorldInfoRequest(
+        books=[BookSource(book=embedded), BookSource(book=attached, kind="chat")],
+        window=ListWindow(["Ann: what are the shadowfang beasts?"]),
+    )
+    result = scan_world_info(request)
+    books = {e.book for e in result.activated}
+    assert books == {embedded.name, "Eldoria"}
