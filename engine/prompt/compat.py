@@ -45,8 +45,9 @@ def marker_values(prep: Prepared) -> dict[str, Rendered]:
     def formatted(fmt: str, token: str, value: Rendered, source: str) -> Rendered:
         if not value.text:
             return Rendered()
-        text = prep.render(fmt.replace(token, value.text), f"preset.{source}")
-        return Rendered(text=text, sections=value.sections)
+        # The value is already rendered: render only the format around it, never it twice.
+        pieces = [prep.render(piece, f"preset.{source}") for piece in fmt.split(token)]
+        return Rendered(text=value.text.join(pieces), sections=value.sections)
 
     persona = f["persona"]
     in_prompt = prep.inp.persona.position == PERSONA_IN_PROMPT
