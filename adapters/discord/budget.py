@@ -27,6 +27,7 @@ class EditBudget:
         channel_interval_s: float,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        record: bool = False,
     ) -> None:
         if rate_per_s <= 0 or burst < 1 or channel_interval_s < 0:
             raise ValueError(
@@ -42,6 +43,8 @@ class EditBudget:
         self._channel_next: dict[int, float] = {}
         self.granted = 0
         self.waited_s = 0.0
+        # (channel, slot time) of every grant, for benchmarks; off by default (unbounded).
+        self.slots: list[tuple[int, float]] | None = [] if record else None
 
     def reserve(self, channel_id: int) -> float:
         """Reserve the next slot for ``channel_id``; returns the seconds to wait for it."""
@@ -54,6 +57,8 @@ class EditBudget:
         self._tat = max(self._tat, start) + period
         self._channel_next[channel_id] = start + self.channel_interval_s
         self.granted += 1
+        if self.slots is not None:
+            self.slots.append((channel_id, start))
         return start - now
 
     async def acquire(self, channel_id: int) -> None:

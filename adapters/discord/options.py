@@ -9,8 +9,8 @@ from typing import Literal
 ReplyPolicy = Literal["every_message", "mention", "quiet_period"]
 
 DEFAULT_EDIT_INTERVAL_S = 1.0
-DEFAULT_EDIT_RATE_PER_S = 8.0
-DEFAULT_EDIT_BURST = 8
+DEFAULT_EDIT_RATE_PER_S = 20.0  # leaves room under Discord's 50 requests/s per bot
+DEFAULT_EDIT_BURST = 20
 DEFAULT_DELIVERY_ATTEMPTS = 6
 DEFAULT_REDELIVERY_ROUNDS = 5
 

@@ -77,6 +77,7 @@ class ReplyStream:
         self._finishing = False
         self.edits = 0
         self._free_slots = 0
+        self._spare_slot = False
 
     async def update(self, text: str) -> None:
         """The reply so far (``on_text``): shown at the next slot of the budget."""
@@ -89,6 +90,8 @@ class ReplyStream:
         while not self._finishing and self._latest is not None and self._latest != shown:
             await self.budget.acquire(self.budget_key)
             if self._finishing:
+                # The reply finished while this slot was coming: the final sync uses it.
+                self._spare_slot = True
                 return
             shown = self._latest
             try:
@@ -110,7 +113,8 @@ class ReplyStream:
         shown = self.shown
         # A streaming sync already holds one slot (taken by the pump); every further call,
         # and every call of the final sync, takes its own.
-        self._free_slots = 0 if final else 1
+        self._free_slots = 1 if (not final or self._spare_slot) else 0
+        self._spare_slot = False
         for index, piece in enumerate(pieces):
             if index < len(shown.message_ids):
                 if shown.texts[index] != piece:

@@ -83,7 +83,9 @@ class Turns:
         self.by_message: OrderedDict[int, ReplyRecord] = OrderedDict()
         self.self_deleted: OrderedDict[int, None] = OrderedDict()
         self.undelivered = 0
-        self.service_s = 0.0
+        self.service_s = 0.0  # time spent inside respond() (the model and the engine)
+        self.floor_s = 0.0  # time from a floor's flush to its delivered reply
+        self.floors_done = 0
 
     def forget_session(self, key: SessionKey) -> None:
         """Drop what is remembered of a session's replies (after a reset)."""
@@ -103,6 +105,7 @@ class Turns:
         if binding is None or not lines:
             return
         await self.sessions.ensure_branch(place, binding)
+        begun = asyncio.get_running_loop().time()
         async with self.branch_lock(place.key, place.branch):
             stream = await self._stream(place, binding, previous=None)
             started = asyncio.get_running_loop().time()
@@ -121,6 +124,8 @@ class Turns:
             speakers = frozenset(line.speaker.id for line in lines)
             record = ReplyRecord(place, view.floor, view.page, view.pages, speakers, Delivered())
             await self._deliver(stream, record, view)
+        self.floors_done += 1
+        self.floor_s += asyncio.get_running_loop().time() - begun
         for line in lines:
             if line.ref is not None:
                 user_ref = PlatformRef(

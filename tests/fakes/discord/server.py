@@ -67,6 +67,7 @@ class Call:
     body: Any
     status: int = 0
     at: float = 0.0
+    answer: Any = None
 
 
 @dataclass
@@ -205,6 +206,7 @@ class FakeDiscord(WorldApi):
             self._in_flight -= 1
             self._last_activity = time.monotonic()
         call.status = status
+        call.answer = payload
         self.notify()
         return _json_response(status, payload, headers)
 

@@ -1,0 +1,319 @@
+"""Discord front end under load: many channels, several users each, a slow fake model.
+
+Runs the real discord.py client (through DiscordRunner) against the loopback FakeDiscord and an
+in-memory service whose "model" sleeps ``--model-ms`` before answering. Every user of every
+channel speaks at once, ``--rounds`` times. Checks that every message is answered, that the
+streaming calls stay within the edit budget (per channel and overall), and that scripted 429s
+were all retried; prints throughput and where the time went, and with ``--write`` records the
+result in bench/results/discord.md.
+
+    python -m bench.discord_bench [--channels 50] [--users 3] [--rounds 2] [--model-ms 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import re
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from adapters.discord.options import DiscordOptions
+from adapters.discord.runner import DiscordRunner
+from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
+from tests.fakes.discord import FakeDiscord, Limits
+from tests.fakes.discord.world import MANAGE_MESSAGES, MANAGE_WEBHOOKS, MEMBER_DEFAULT
+from tests.fakes.roleplay import FakeRoleplayService
+
+RESULTS = Path(__file__).resolve().parent / "results" / "discord.md"
+STREAM_PATH = r"^/webhooks/\d+/[^/]+(/messages/\d+)?$"
+RUN_LIMIT_S = 540.0
+NOTES = """
+## Reading the numbers
+
+- Each channel gets one streaming call (post or edit) per second at most, and all channels
+  share the global rate; a reply costs one post when its text is complete before its first
+  slot comes, else a post and one or more edits. So throughput is bounded by the edit budget
+  (about `rate` calls per second overall), not by the model: the share of time outside the
+  model is nearly all waiting for budget slots and for earlier floors of the same channel.
+- The quiet-period policy turns the three users of a channel into one floor per round, so it
+  needs a third of the replies for the same conversation; its latency includes the 1 s of
+  quiet the policy waits for before the floor starts.
+- CPU time is small (a few ms per reply for the bot, discord.py and the fake together): the
+  time outside the model is waiting, not work.
+- 429s are scripted on webhook posts (about 5% of them, `retry_after` 0.2 s); discord.py waits
+  and re-sends, and the adapter retries past its attempts, so every reply still arrives.
+"""
+
+
+class SlowModelService(FakeRoleplayService):
+    """The fake service with a model that takes ``delay_s`` and streams in pieces."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__()
+        self.delay_s = delay_s
+        self.model_s = 0.0
+        self.finished = 0
+
+    def generating_done(self, floors: int) -> bool:
+        """True once ``floors`` generations have returned."""
+        return self.finished >= floors
+
+    async def respond(
+        self,
+        key: SessionKey,
+        branch: str,
+        lines: Sequence[UserLine],
+        *,
+        on_text: OnText | None = None,
+    ) -> ReplyView:
+        started = time.monotonic()
+        await asyncio.sleep(self.delay_s / 2)
+
+        async def paced(text: str) -> None:
+            if on_text is not None:
+                await on_text(text)
+            await asyncio.sleep(self.delay_s / 6)
+
+        view = await super().respond(key, branch, lines, on_text=paced)
+        self.model_s += time.monotonic() - started
+        self.finished += 1
+        return view
+
+
+@dataclass
+class Result:
+    channels: int
+    users: int
+    rounds: int
+    model_ms: int
+    messages: int
+    answered: int
+    wall_s: float
+    rest_calls: int
+    stream_calls: int
+    max_per_channel_1s: int
+    max_overall_1s: int
+    slot_per_channel_1s: int
+    slot_overall_1s: int
+    min_channel_gap_s: float
+    rate_limit: float
+    burst: int
+    scripted_429: int
+    retried_ok: bool
+    latency_p50: float
+    latency_p95: float
+    outside_model_share: float
+    floor_s_mean: float
+    webhooks: int
+    policy: str
+    floors: int
+    cpu_s: float
+    budget_wait_s: float
+
+
+def _max_in_window(times: list[float], window: float) -> int:
+    times = sorted(times)
+    best, start = 0, 0
+    for end, t in enumerate(times):
+        while t - times[start] >= window:
+            start += 1
+        best = max(best, end - start + 1)
+    return best
+
+
+async def run(
+    channels: int, users: int, rounds: int, model_ms: int, policy: str = "every_message"
+) -> Result:
+    fake = await FakeDiscord(
+        limits=Limits(max_lifetime_s=RUN_LIMIT_S + 60, max_requests=500_000)
+    ).start()
+    guild = fake.add_guild(
+        "Bench", bot_permissions=MEMBER_DEFAULT | MANAGE_WEBHOOKS | MANAGE_MESSAGES
+    )
+    rooms = [fake.add_channel(guild, f"rp-{i}") for i in range(channels)]
+    people = [[fake.add_member(guild, f"p{i}-{j}") for j in range(users)] for i in range(channels)]
+    service = SlowModelService(model_ms / 1000)
+    options = DiscordOptions(
+        token=fake.token,
+        api_base=fake.api_base,
+        gateway_url=fake.gateway_url,
+        reply_policy=policy,  # type: ignore[arg-type]
+        quiet_period_s=1.0,
+        guild_ready_timeout_s=0.05,
+        channels={str(room.id): "Seraphina" for room in rooms},
+    )
+    runner = DiscordRunner(service, options)
+    runner.budget.slots = []  # record every grant of the shared budget
+    said: dict[str, float] = {}
+    try:
+        await runner.start()
+        await runner.wait_ready(10)
+        await fake.wait_for(lambda: len(service.sessions) == channels, 10, "bindings")
+        scripted = max(5, channels * users * rounds // 20)
+        fake.fail_next("POST", r"^/webhooks/\d+/", status=429, retry_after=0.2, times=scripted)
+        started = time.monotonic()
+        cpu_started = time.process_time()
+        for round_no in range(rounds):
+            speeches = []
+            for room, members in zip(rooms, people, strict=True):
+                for member in members:
+                    text = f"msg-{member.name}-r{round_no}"
+                    said[text] = time.monotonic()
+                    speeches.append(fake.say(room, member, f"[{text}]"))
+            await asyncio.gather(*speeches)
+            if policy != "every_message":
+                # Let the round's floor form before the next round speaks.
+                await fake.wait_for(
+                    lambda r=round_no: runner.turns.floors_done >= channels * (r + 1),
+                    RUN_LIMIT_S,
+                    "round floors",
+                )
+        expected = len(said) if policy == "every_message" else channels * rounds
+
+        def settled() -> bool:
+            done = runner.turns.floors_done >= expected and runner.tasks.running == 0
+            return done and service.generating_done(expected)
+
+        await fake.wait_for(
+            settled,
+            RUN_LIMIT_S,
+            "every floor delivered",
+        )
+        wall = time.monotonic() - started
+        cpu = time.process_time() - cpu_started
+    finally:
+        await runner.close()
+        await fake.stop()
+
+    last_touch: dict[int, float] = {}
+    per_channel: dict[int, list[float]] = defaultdict(list)
+    overall: list[float] = []
+    hook_channel = {w.id: w.channel_id for w in fake.webhooks.values()}
+    for call in fake.calls:
+        if call.status != 200 or not re.match(STREAM_PATH, call.path):
+            continue
+        hook_id = int(call.path.split("/")[2])
+        per_channel[hook_channel.get(hook_id, 0)].append(call.at)
+        overall.append(call.at)
+        if call.method == "PATCH":
+            last_touch[int(call.path.rsplit("/", 1)[-1])] = call.at
+        elif isinstance(call.answer, dict) and "id" in call.answer:
+            last_touch[int(call.answer["id"])] = call.at
+    final_at: dict[str, float] = {}
+    for message in fake.messages.values():
+        if "webhook_id" not in message:
+            continue
+        for text in re.findall(r"\[(msg-[^\]]+)\]", message["content"]):
+            final_at[text] = last_touch.get(int(message["id"]), 0.0)
+    answered = sum(1 for text in said if text in final_at)
+    latencies = [final_at[t] - said[t] for t in final_at if final_at[t] > 0]
+    model_s = model_ms / 1000
+    total = sum(latencies)
+    outside = (total - model_s * len(latencies)) / total if total else 0.0
+    statuses = [c.status for c in fake.calls]
+    slots: dict[int, list[float]] = defaultdict(list)
+    for channel_id, at in runner.budget.slots or []:
+        slots[channel_id].append(at)
+    gaps = [b - a for v in slots.values() for a, b in zip(sorted(v), sorted(v)[1:], strict=False)]
+    return Result(
+        slot_per_channel_1s=max(
+            (_max_in_window(v, 1.0 - 1e-6) for v in slots.values()), default=0
+        ),
+        slot_overall_1s=_max_in_window([t for v in slots.values() for t in v], 1.0),
+        min_channel_gap_s=min(gaps, default=0.0),
+        channels=channels,
+        users=users,
+        rounds=rounds,
+        model_ms=model_ms,
+        messages=len(said),
+        answered=answered,
+        wall_s=wall,
+        rest_calls=len(fake.calls),
+        stream_calls=len(overall),
+        max_per_channel_1s=max((_max_in_window(v, 1.0) for v in per_channel.values()), default=0),
+        max_overall_1s=_max_in_window(overall, 1.0),
+        rate_limit=options.edit_rate_per_s,
+        burst=options.edit_burst,
+        scripted_429=statuses.count(429),
+        retried_ok=answered == len(said) and statuses.count(429) == scripted,
+        latency_p50=statistics.median(latencies) if latencies else 0.0,
+        latency_p95=statistics.quantiles(latencies, n=20)[-1] if len(latencies) > 1 else 0.0,
+        outside_model_share=outside,
+        floor_s_mean=runner.turns.floor_s / max(1, runner.turns.floors_done),
+        webhooks=len(fake.webhooks),
+        policy=policy,
+        floors=runner.turns.floors_done,
+        cpu_s=cpu,
+        budget_wait_s=runner.budget.waited_s,
+    )
+
+
+def report(r: Result) -> str:
+    """The result as markdown."""
+    return "\n".join(
+        [
+            f"- setup: {r.channels} channels x {r.users} users x {r.rounds} rounds = "
+            f"{r.messages} messages, policy {r.policy}, fake model {r.model_ms} ms "
+            "(half before the first chunk, the rest over 3 streamed chunks)",
+            f"- answered: {r.answered}/{r.messages} messages in {r.floors} floors; "
+            f"webhooks created: {r.webhooks}",
+            f"- wall time: {r.wall_s:.1f} s; throughput: {r.floors / r.wall_s:.1f} replies/s, "
+            f"{r.messages / r.wall_s:.1f} user messages/s",
+            f"- CPU time of the whole process (bot, discord.py and the fake server): "
+            f"{r.cpu_s:.2f} s ({1000 * r.cpu_s / max(1, r.floors):.1f} ms per reply); "
+            f"waiting for the edit budget: {r.budget_wait_s:.0f} s summed over replies",
+            f"- REST calls: {r.rest_calls} (streaming posts and edits: {r.stream_calls})",
+            f"- edit budget (slots granted): at most {r.slot_per_channel_1s} per channel in any "
+            f"1 s window (smallest gap {r.min_channel_gap_s:.3f} s), at most "
+            f"{r.slot_overall_1s} overall in any 1 s window (rate {r.rate_limit:g}/s + burst "
+            f"{r.burst})",
+            f"- as seen by the server (arrival times; a 429 retry delays a call into the next "
+            f"slot's second): per channel {r.max_per_channel_1s}, overall {r.max_overall_1s} "
+            "in any 1 s window",
+            f"- 429s scripted on webhook posts: {r.scripted_429}, all retried: {r.retried_ok}",
+            f"- latency from message to final reply: p50 {r.latency_p50:.2f} s, "
+            f"p95 {r.latency_p95:.2f} s; mean floor (flush to delivered) {r.floor_s_mean:.2f} s",
+            f"- share of time outside the model: {r.outside_model_share:.0%} "
+            "(queueing behind earlier floors of the channel and the shared edit budget)",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--channels", type=int, default=50)
+    parser.add_argument("--users", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--model-ms", type=int, default=200)
+    parser.add_argument("--write", action="store_true", help="record in bench/results")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.ERROR)
+    sections, ok = [], True
+    for policy in ("every_message", "quiet_period"):
+        result = asyncio.run(run(args.channels, args.users, args.rounds, args.model_ms, policy))
+        text = report(result)
+        print(f"## {policy}\n{text}\n")
+        sections.append(f"## {policy}\n\n{text}\n")
+        ok = ok and result.answered == result.messages and result.retried_ok
+        ok = ok and result.slot_per_channel_1s <= 1
+        ok = ok and result.slot_overall_1s <= result.rate_limit + result.burst
+    if args.write:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(
+            "# Discord front end benchmark\n\n"
+            "`python -m bench.discord_bench --write`: the real discord.py client through "
+            "DiscordRunner against the loopback fake (REST + gateway), the in-memory service "
+            "with a slow fake model.\n\n" + "\n".join(sections) + NOTES
+        )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
