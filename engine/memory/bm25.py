@@ -181,11 +181,41 @@ def weighted_query(parts: Sequence[tuple[str, float]]) -> dict[str, float]:
     return query
 
 
-def relevance_scores(documents: Mapping[str, str], query: Mapping[str, float]) -> dict[str, float]:
-    """BM25 of every document, divided by the best score (so 1.0 is the best match, 0 none)."""
+# Sigmoid normalisation of raw BM25 (midpoint, steepness) by the number of query terms, as in
+# the reference survey's hybrid scorer: longer queries need a higher raw score to count.
+SIGMOID_STEPS: tuple[tuple[int, float, float], ...] = (
+    (3, 5.0, 0.7),
+    (6, 7.0, 0.6),
+    (9, 9.0, 0.5),
+    (15, 10.0, 0.5),
+)
+SIGMOID_LONG_QUERY = (12.0, 0.5)
+
+
+def sigmoid_params(term_count: int) -> tuple[float, float]:
+    """The (midpoint, steepness) for a query of ``term_count`` distinct terms."""
+    for limit, midpoint, steepness in SIGMOID_STEPS:
+        if term_count <= limit:
+            return midpoint, steepness
+    return SIGMOID_LONG_QUERY
+
+
+def normalize_bm25(raw: float, term_count: int) -> float:
+    """Map a raw BM25 score into [0, 1) independently of the other documents."""
+    if raw <= 0:
+        return 0.0
+    midpoint, steepness = sigmoid_params(term_count)
+    return 1.0 / (1.0 + math.exp(-steepness * (raw - midpoint)))
+
+
+def relevance_scores(
+    documents: Mapping[str, str], query: Mapping[str, float], *, term_count: int | None = None
+) -> dict[str, float]:
+    """Normalised BM25 relevance of every document to ``query`` (0: no shared term).
+
+    ``term_count`` picks the sigmoid (default: the number of full-weight query terms).
+    """
     index = Bm25Index.build(documents)
-    raw = {doc_id: index.score(doc_id, query) for doc_id in documents}
-    best = max(raw.values(), default=0.0)
-    if best <= 0:
-        return dict.fromkeys(documents, 0.0)
-    return {doc_id: value / best for doc_id, value in raw.items()}
+    if term_count is None:
+        term_count = sum(1 for weight in query.values() if weight >= 1.0) or len(query)
+    return {doc_id: normalize_bm25(index.score(doc_id, query), term_count) for doc_id in documents}

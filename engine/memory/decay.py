@@ -17,7 +17,7 @@ from engine.memory.errors import MemoryPolicyError
 from engine.memory.records import MemoryKind, MemoryRecord
 
 DECAY_MIN_FACTOR = 0.05
-FACT_FLOOR_HALF_LIFE = 200
+FACT_FLOOR_HALF_LIFE = 300
 FACT_TIME_HALF_LIFE = timedelta(days=90)
 MICRO_FLOOR_HALF_LIFE = 40
 MICRO_TIME_HALF_LIFE = timedelta(days=14)

@@ -7,10 +7,17 @@ from datetime import timedelta
 
 import pytest
 
-from engine.memory.bm25 import Bm25Index, relevance_scores, tokenize, weighted_query
+from engine.memory.bm25 import (
+    Bm25Index,
+    normalize_bm25,
+    relevance_scores,
+    tokenize,
+    weighted_query,
+)
 from engine.memory.injection import (
     MEMORY_BUDGET_TOKENS,
     PREAMBLE,
+    RELEVANCE_WEIGHT,
     InjectionMode,
     InjectionPolicy,
     rank_memories,
@@ -55,7 +62,9 @@ def test_bm25_prefers_rare_matching_terms_and_cjk_matches() -> None:
     query = weighted_query([("where is the dragon egg", 1.0)])
     assert index.score("a", query) > index.score("b", query) == 0
     rel = relevance_scores(docs, weighted_query([("她什么时候离开城市", 1.0)]))
-    assert rel["c"] == 1.0 and rel["a"] == 0.0
+    assert 0.0 < rel["c"] < 1.0 and rel["a"] == 0.0
+    assert normalize_bm25(0.0, 3) == 0.0 and normalize_bm25(5.0, 3) == pytest.approx(0.5)
+    assert normalize_bm25(12.0, 40) == pytest.approx(0.5)  # long queries need more to count
 
 
 def test_ranking_is_importance_times_decay_times_relevance() -> None:
@@ -73,7 +82,7 @@ def test_ranking_is_importance_times_decay_times_relevance() -> None:
     ranked = rank_memories(records, [], view=view(100), now=T0, message="where is the dragon egg?")
     assert [s.record.id for s in ranked] == ["old-relevant", "new-irrelevant"]  # minor < 0.35
     top = ranked[0]
-    assert top.score == pytest.approx(0.8 * top.decay * (1 + 4.0 * top.relevance))
+    assert top.score == pytest.approx(0.8 * top.decay * (1 + RELEVANCE_WEIGHT * top.relevance))
     assert top.decay < 1.0 and ranked[1].relevance == 0.0
 
 
@@ -151,7 +160,7 @@ def test_balanced_mode_mixes_kinds_and_dual_mode_has_sections() -> None:
         count=count_tokens,
         policy=InjectionPolicy(mode=InjectionMode.IMPORTANCE),
     )
-    assert importance.record_ids[0] == "loop"  # highest score with the pin threshold unmet
+    assert {"loop", "micro"} <= set(importance.record_ids)
     dual = select_memories(
         records,
         [],
@@ -317,3 +326,31 @@ def test_decay_counts_floors_and_time() -> None:
     }
     assert ranked["fresh"].decay == 1.0
     assert ranked["stale"].decay < ranked["fresh"].decay
+
+
+def test_importance_mode_prefers_value_per_token_and_pins_urgent_loops() -> None:
+    bulky = record(
+        "bulky",
+        "goats " + "and the long story of the goats " * 60,
+        kind=MemoryKind.SUMMARY,
+        tier=MACRO_TIER,
+        scope=MemoryScope.BRANCH,
+        importance=0.9,
+    )
+    small = [
+        record(f"s{i}", f"goat {i} is named Bleat{i}", key=f"goat.{i}", importance=0.7)
+        for i in range(12)
+    ]
+    urgent = record("urgent", "the barn is on fire", kind=MemoryKind.OPEN_LOOP, importance=0.9)
+    result = select_memories(
+        [bulky, *small, urgent],
+        [],
+        view=view(2),
+        now=T0,
+        message="the goats",
+        count=count_tokens,
+        policy=InjectionPolicy(mode=InjectionMode.IMPORTANCE, max_tokens=200),
+    )
+    assert result.record_ids[0] == "urgent"  # pinned: importance >= the pin threshold
+    assert "bulky" not in result.record_ids
+    assert len([i for i in result.record_ids if i.startswith("s")]) >= 8
