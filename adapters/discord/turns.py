@@ -232,9 +232,9 @@ class Turns:
             self.by_message.popitem(last=False)
 
     async def _fail(self, stream: ReplyStream, exc: EngineError) -> None:
+        """Say in place (replacing any streamed text) that this floor got no reply."""
         with contextlib.suppress(EngineError):
-            if stream.shown.message_ids or stream.outlet is not None:
-                await stream.finish(f"*(no reply: {exc})*")
+            await stream.finish(f"*(no reply: {exc})*")
 
     @contextlib.asynccontextmanager
     async def _typing(self, place: Place) -> AsyncIterator[None]:
