@@ -108,6 +108,8 @@ class FakeTelegramServer:
         self.updates: list[Json] = []
         self.delivered: dict[int, int] = {}
         self.webhook_posts: list[int] = []
+        self.listeners: list[Callable[[Call], None]] = []
+        """Called with every recorded call (cheap hooks for benchmarks)."""
         self.allowed_updates: frozenset[str] = DEFAULT_UPDATE_TYPES
         self._confirmed = 0
         self._update_ids = itertools.count(1)
@@ -237,6 +239,8 @@ class FakeTelegramServer:
     async def _record(self, call: Call) -> None:
         async with self._changed:
             (self.poll_calls if call.method == "getUpdates" else self.calls).append(call)
+            for listener in self.listeners:
+                listener(call)
             self._changed.notify_all()
 
     async def _download(self, request: web.Request) -> web.StreamResponse:

@@ -1,0 +1,237 @@
+"""Telegram front end under load: 100 private chats at once against the fake Bot API.
+
+Runs the real aiogram client (through TelegramRunner) against the loopback FakeTelegramServer and
+an in-memory service whose "model" takes ``--model-ms`` per reply (streamed in a few pieces).
+
+Phase 1 (conversation): every chat sends ``--rounds`` messages, each after the previous reply is
+complete, as people do; it measures throughput, latency and the share of each reply's time spent
+outside the model (polling, the adapter, Telegram calls). Phase 2 (burst): every chat sends
+``--burst`` messages at once; every message must be answered, in order, per chat.
+
+    python -m bench.telegram_bench [--chats 100] [--rounds 5] [--burst 3] [--model-ms 200]
+    python -m bench.telegram_bench --write    # also record bench/results/telegram.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import platform
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from adapters.telegram.config import TelegramConfig
+from adapters.telegram.runner import TelegramRunner
+from engine.turns.api import OnText, ReplyView, SessionKey
+from tests.fakes.roleplay import FakeRoleplayService
+from tests.fakes.telegram import Call, FakeTelegramServer
+
+RESULTS = Path(__file__).resolve().parent / "results" / "telegram.md"
+RUN_LIMIT_S = 540.0
+MODEL_PIECES = 4
+
+
+class SlowModelService(FakeRoleplayService):
+    """The fake service with a model that takes ``delay_s`` per reply, streamed in pieces."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__()
+        self.delay_s = delay_s
+        self.model_time = 0.0
+
+    def _slow(self, on_text: OnText | None) -> OnText:
+        async def paced(text: str) -> None:
+            if on_text is not None:
+                await on_text(text)
+
+        return paced
+
+    async def respond(
+        self, key: SessionKey, branch: str, lines: Any, *, on_text: OnText | None = None
+    ) -> ReplyView:
+        started = time.perf_counter()
+        for _ in range(MODEL_PIECES - 1):
+            await asyncio.sleep(self.delay_s / MODEL_PIECES)
+        view = await super().respond(key, branch, lines, on_text=self._slow(on_text))
+        await asyncio.sleep(self.delay_s / MODEL_PIECES)
+        self.model_time += time.perf_counter() - started
+        return view
+
+
+class Tracker:
+    """Watches the fake's calls: a reply is complete when its keyboard arrives."""
+
+    def __init__(self) -> None:
+        self.done: dict[int, asyncio.Event] = {}
+        self.finals: dict[int, list[str]] = {}
+        self.methods: Counter[str] = Counter()
+
+    def __call__(self, call: Call) -> None:
+        self.methods[call.method] += 1
+        if call.status != 200 or call.method not in ("sendMessage", "editMessageText"):
+            return
+        if call.params.get("reply_markup"):
+            chat_id = int(call.params["chat_id"])
+            self.finals.setdefault(chat_id, []).append(str(call.params["text"]))
+            event = self.done.get(chat_id)
+            if event is not None:
+                event.set()
+
+
+async def _conversation(
+    srv: FakeTelegramServer, tracker: Tracker, chats: list[tuple[dict, dict]], rounds: int
+) -> list[float]:
+    latencies: list[float] = []
+
+    async def talk(user: dict, chat: dict) -> None:
+        for turn in range(rounds):
+            event = tracker.done[int(chat["id"])] = asyncio.Event()
+            started = time.perf_counter()
+            await srv.send_text(chat, user, f"round {turn}")
+            await event.wait()
+            latencies.append(time.perf_counter() - started)
+
+    await asyncio.gather(*(talk(u, c) for u, c in chats))
+    return latencies
+
+
+async def _burst(
+    srv: FakeTelegramServer, tracker: Tracker, chats: list[tuple[dict, dict]], burst: int
+) -> int:
+    for _, chat in chats:
+        tracker.finals[int(chat["id"])] = []
+    for user, chat in chats:
+        for n in range(burst):
+            await srv.send_text(chat, user, f"burst {n}")
+    await srv.wait_until(
+        lambda: all(len(tracker.finals[int(c["id"])]) >= burst for _, c in chats),
+        wait_s=RUN_LIMIT_S,
+    )
+    out_of_order = 0
+    for _, chat in chats:
+        said = [text.rsplit(" ", 1)[-1] for text in tracker.finals[int(chat["id"])]]
+        if said != [str(n) for n in range(burst)]:
+            out_of_order += 1
+    return out_of_order
+
+
+async def run(chats_n: int, rounds: int, burst: int, model_ms: int) -> dict[str, Any]:
+    async with FakeTelegramServer(max_lifetime_s=RUN_LIMIT_S, max_requests=500_000) as srv:
+        service = SlowModelService(model_ms / 1000)
+        tracker = Tracker()
+        srv.listeners.append(tracker)
+        config = TelegramConfig(token=srv.token, api_base=srv.base_url, polling_timeout_s=1)
+        runner = TelegramRunner(service, config)
+        await runner.start()
+        chats = []
+        for n in range(chats_n):
+            user = srv.new_user(f"Player{n}")
+            chats.append((user, srv.private_chat(user)))
+        started = time.perf_counter()
+        latencies = await _conversation(srv, tracker, chats, rounds)
+        wall = time.perf_counter() - started
+        responds = len([c for c in service.calls if c[0] == "respond"])
+        model_mean = service.model_time / max(responds, 1)
+        burst_started = time.perf_counter()
+        out_of_order = await _burst(srv, tracker, chats, burst)
+        burst_wall = time.perf_counter() - burst_started
+        await runner.stop()
+        missing = chats_n * (rounds + burst) - len([c for c in service.calls if c[0] == "respond"])
+        return {
+            "chats": chats_n,
+            "rounds": rounds,
+            "burst": burst,
+            "model_ms": model_ms,
+            "messages": chats_n * rounds,
+            "wall_s": wall,
+            "throughput": chats_n * rounds / wall,
+            "lat_mean": statistics.mean(latencies),
+            "lat_p50": statistics.median(latencies),
+            "lat_p95": statistics.quantiles(latencies, n=20)[18],
+            "model_mean": model_mean,
+            "outside_share": 1 - model_mean / statistics.mean(latencies),
+            "burst_messages": chats_n * burst,
+            "burst_wall_s": burst_wall,
+            "out_of_order": out_of_order,
+            "missing": missing,
+            "errors": len(runner.errors),
+            "calls": dict(tracker.methods),
+        }
+
+
+def report(r: dict[str, Any], base: dict[str, Any]) -> str:
+    calls = ", ".join(f"{m} {n}" for m, n in sorted(r["calls"].items()))
+    return "\n".join(
+        [
+            "# Telegram front end benchmark",
+            "",
+            "`python -m bench.telegram_bench --write`: the real aiogram client (TelegramRunner,"
+            " long polling) against the loopback fake Bot API and an in-memory service whose",
+            f"model takes {r['model_ms']} ms per reply. One process, one event loop "
+            f"({platform.python_implementation()} {platform.python_version()}, "
+            f"{platform.machine()}).",
+            "",
+            "| measure | value |",
+            "|---|---|",
+            f"| private chats at once | {r['chats']} |",
+            f"| conversation: messages (each sent after the previous reply) | {r['messages']} |",
+            f"| conversation: wall time | {r['wall_s']:.2f} s |",
+            f"| throughput | {r['throughput']:.1f} replies/s |",
+            f"| latency message -> final reply: mean / p50 / p95 | {r['lat_mean'] * 1000:.0f} / "
+            f"{r['lat_p50'] * 1000:.0f} / {r['lat_p95'] * 1000:.0f} ms |",
+            f"| model time per reply | {r['model_mean'] * 1000:.0f} ms |",
+            f"| share of reply time outside the model | {r['outside_share'] * 100:.1f} % |",
+            f"| burst: messages sent at once ({r['burst']} per chat) | {r['burst_messages']} |",
+            f"| burst: wall time | {r['burst_wall_s']:.2f} s |",
+            f"| chats answered out of order | {r['out_of_order']} |",
+            f"| messages not answered | {r['missing']} |",
+            f"| handler errors | {r['errors']} |",
+            f"| reference, 1 chat alone: latency mean / outside the model | "
+            f"{base['lat_mean'] * 1000:.0f} ms / {base['outside_share'] * 100:.1f} % |",
+            "",
+            f"Bot API calls: {calls}.",
+            "",
+            "Outside the model a reply waits for the long poll to hand the message over, the",
+            "per-chat ordering lock, the service calls, and the Telegram calls (typing, a draft",
+            "while streaming, the final sendMessage with the keyboard, removing the keyboard",
+            "from the previous reply). In the burst phase each chat's messages queue behind",
+            "its lock, so they are answered one after another and in order.",
+            "",
+            "The fake server, the benchmark and the bot share one process and one event loop, so",
+            "at 100 chats the loop is saturated (mostly aiogram's pydantic models and aiohttp on",
+            "both ends of each call): even the model's 200 ms sleep stretches to the measured",
+            "model time above. The one-chat reference shows the adapter's own cost without that",
+            "contention.",
+            "",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--chats", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--burst", type=int, default=3)
+    parser.add_argument("--model-ms", type=int, default=200)
+    parser.add_argument("--write", action="store_true", help="record in bench/results")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    base = asyncio.run(asyncio.wait_for(run(1, 10, 1, args.model_ms), RUN_LIMIT_S))
+    result = asyncio.run(
+        asyncio.wait_for(run(args.chats, args.rounds, args.burst, args.model_ms), RUN_LIMIT_S)
+    )
+    text = report(result, base)
+    print(text)
+    if args.write:
+        RESULTS.write_text(text, encoding="utf-8")
+    ok = not result["missing"] and not result["out_of_order"] and not result["errors"]
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
