@@ -1,1 +1,19 @@
-"""adapters.discord"""
+"""adapters.discord: the Discord front end on discord.py 2.x (the only package importing it).
+
+Build a :class:`DiscordRunner` with a :class:`~engine.turns.api.RoleplayService` and
+:class:`DiscordOptions`, then ``await runner.run()`` (or ``start()`` / ``close()``).
+
+- A bound channel is a session (``/tavern start``, or ``channels`` in the options); its threads
+  are branches; a DM is a private session when ``allow_dms`` is on.
+- Replies go through one webhook per channel with the character's name and avatar (the bot with
+  the name in bold without Manage Webhooks), stream by edits within one shared budget, and split
+  at 2000 characters without breaking markdown.
+- 🔄 ◀️ ▶️ on the latest reply regenerate and swipe; slash commands answer ephemerally.
+- Intents: guilds, guild and DM messages, message content (privileged), guild and DM
+  reactions; guild members is optional (``members_intent``). See :func:`client.build_intents`.
+"""
+
+from adapters.discord.options import DiscordOptions
+from adapters.discord.runner import DiscordRunner
+
+__all__ = ["DiscordOptions", "DiscordRunner"]

@@ -12,8 +12,9 @@ Lines may still be edited or withdrawn while they wait. A place never holds more
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from adapters.discord.convert import Place
 from adapters.discord.options import ReplyPolicy
@@ -22,7 +23,7 @@ from engine.turns.api import UserLine
 
 MAX_PENDING_LINES = 50
 
-Flush = Callable[[Place, list[UserLine]], Awaitable[None]]
+Flush = Callable[[Place, list[UserLine]], Coroutine[Any, Any, None]]
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -121,7 +122,7 @@ class ReplyStream:
                     await self._edit_or_repost(index, piece, final)
             else:
                 await self._slot()
-                message_id = await self._call(lambda p=piece: self.outlet.send(p), "send", final)
+                message_id = await self._call(functools.partial(self._send, piece), "send", final)
                 shown.message_ids.append(message_id)
                 shown.texts.append(piece)
         while final and len(shown.message_ids) > len(pieces):
@@ -130,7 +131,14 @@ class ReplyStream:
             self._on_delete(message_id)
             await self._slot()
             with contextlib.suppress(OutletGoneError):
-                await self._call(lambda m=message_id: self.outlet.delete(m), "delete", True)
+                await self._call(functools.partial(self._delete, message_id), "delete", True)
+
+    async def _send(self, piece: str) -> int:
+        # Looked up at call time: a retry after a recreated webhook uses the new outlet.
+        return await self.outlet.send(piece)
+
+    async def _delete(self, message_id: int) -> None:
+        await self.outlet.delete(message_id)
 
     async def _slot(self) -> None:
         if self._free_slots > 0:
