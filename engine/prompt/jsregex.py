@@ -1,0 +1,497 @@
+"""JavaScript regular expressions for a Python engine.
+
+SillyTavern files carry JS regex literals (``/pattern/flags``). This module parses them the way
+ST does and translates the JS pattern into an equivalent pattern for the ``regex`` package, which
+(unlike ``re``) supports variable-width look-behind, ``\\p{...}`` and a matching ``timeout``.
+
+Translation rules (JS -> Python) that matter for real files:
+
+* ``\\d \\w \\s \\b`` and their negations are ASCII/JS-defined sets, not Python's Unicode ones;
+* ``.`` excludes ``\\n \\r \\u2028 \\u2029`` unless the ``s`` flag is set;
+* ``^``/``$`` are strict string anchors without ``m`` and know JS line terminators with it;
+* a back-reference to a group that did not participate matches the empty string;
+* ``(?<name>...)``/``\\k<name>`` become numbered groups (JS names need not be Python names);
+* Annex B leniencies without ``u``: ``a{,3}`` and a lone ``{``/``}``/``]`` are literal, unknown
+  escapes are the letter itself, ``\\12`` is an octal escape when there are fewer than 12 groups;
+* syntax JS rejects and Python would accept (``(?i)``, ``(?>...)``, ``a*+``...) is rejected.
+
+Known gaps (documented, not emulated): without ``u`` JS works on UTF-16 code units (``.`` can
+match half a surrogate pair); with ``i`` and no ``u``, JS does not fold ``ſ``/``K`` into ASCII
+letters while Python does for literal letters.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import regex  # type: ignore[import-untyped]  # no stubs are installed
+
+from engine.errors import FormatError
+
+# ST caches 1000 compiled regexes; so do we (per pattern+flags).
+REGEX_CACHE_SIZE = 1000
+# A longer pattern is refused: no real script needs it and translation is linear but not free.
+MAX_PATTERN_CHARS = 20_000
+
+_LINE_TERMINATORS = "\\n\\r\\u2028\\u2029"
+_WORD = "A-Za-z0-9_"
+_SPACE = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+_DIGIT = "0-9"
+_CLASS_BODY = {"d": _DIGIT, "w": _WORD, "s": _SPACE}
+_SCRIPT_FLAGS = frozenset("gmixXsuUAJ")
+_JS_FLAGS = frozenset("dgimsuvy")
+_SUPPORTED_FLAGS = frozenset("gimsuy")
+_SYNTAX_CHARS = frozenset("^$\\.*+?()[]{}|/")
+_CONTROL_ESCAPES = {"t": "\t", "n": "\n", "v": "\v", "f": "\f", "r": "\r"}
+
+
+class JsRegexError(FormatError):
+    """A JS pattern is invalid (JS would throw) or cannot be translated."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JsRegex:
+    """A translated JS regex: the compiled Python pattern and what JS semantics need."""
+
+    source: str
+    flags: str
+    pattern: regex.Pattern[str]
+    group_count: int
+    group_names: Mapping[str, int]  # JS group name -> group number
+
+    @property
+    def global_(self) -> bool:
+        """The ``g`` flag: replace every match rather than the first."""
+        return "g" in self.flags
+
+    @property
+    def sticky(self) -> bool:
+        """The ``y`` flag: a match must start exactly at the search position."""
+        return "y" in self.flags
+
+
+def parse_script_regex(find_regex: str) -> JsRegex | None:
+    """Compile a script's ``findRegex`` exactly as ST's ``regexFromString`` does.
+
+    Returns None when ST would end up with no regex (the script is then inert). The literal
+    parse is ``/(\\/?)(.+)\\1([a-z]*)/i`` on the first non-empty line; flags outside
+    ``gmixXsuUAJ`` (or repeated) make ST compile the *whole input* as a flag-less pattern.
+    """
+    found = _LITERAL.search(find_regex)
+    if found is None:
+        return None
+    body, flags = found.group(2), found.group(3)
+    try:
+        if flags and not (set(flags) <= _SCRIPT_FLAGS and len(set(flags)) == len(flags)):
+            return compile_js(find_regex, "")
+        return compile_js(body, flags)
+    except JsRegexError:
+        return None
+
+
+# ST's regexFromString literal splitter; `.` stands for JS's "not a line terminator".
+_LITERAL = regex.compile(r"(/?)([^\n\r\u2028\u2029]+)\1([A-Za-z]*)")
+
+
+def compile_js(source: str, flags: str = "") -> JsRegex:
+    """Translate and compile a JS pattern with JS flags; raises JsRegexError if JS would throw."""
+    return _compile_cached(source, flags)
+
+
+@functools.lru_cache(maxsize=REGEX_CACHE_SIZE)
+def _compile_cached(source: str, flags: str) -> JsRegex:
+    if len(source) > MAX_PATTERN_CHARS:
+        raise JsRegexError(
+            f"pattern is {len(source)} characters, over MAX_PATTERN_CHARS={MAX_PATTERN_CHARS}",
+            field="regex",
+        )
+    unknown = set(flags) - _JS_FLAGS
+    if unknown or len(set(flags)) != len(flags):
+        raise JsRegexError(f"invalid regular expression flags {flags!r}", field="regex")
+    if set(flags) - _SUPPORTED_FLAGS:
+        raise JsRegexError(f"unsupported regular expression flags {flags!r}", field="regex")
+    translator = _Translator(source, flags)
+    python_pattern = translator.translate()
+    options = regex.V0 | (regex.IGNORECASE if "i" in flags else 0)
+    try:
+        compiled = regex.compile(python_pattern, options)
+    except (regex.error, ValueError, OverflowError, RecursionError) as exc:
+        raise JsRegexError(
+            f"invalid regular expression /{source}/: {exc}", field="regex"
+        ) from None
+    return JsRegex(
+        source=source,
+        flags=flags,
+        pattern=compiled,
+        group_count=translator.group_count,
+        group_names=dict(translator.names),
+    )
+
+
+class _Translator:
+    """One pass over a JS pattern, emitting the Python pattern."""
+
+    def __init__(self, source: str, flags: str) -> None:
+        self.src = source
+        self.unicode = "u" in flags
+        self.ignore_case = "i" in flags
+        self.dotall = "s" in flags
+        self.multiline = "m" in flags
+        self.pos = 0
+        self.group_count, self.names = _scan_groups(source)
+
+    def fail(self, problem: str) -> JsRegexError:
+        return JsRegexError(f"invalid regular expression /{self.src}/: {problem}", field="regex")
+
+    def ascii_set(self, body: str, negate: bool = False) -> str:
+        """A JS built-in set; ``(?-i:...)`` keeps Python's case folding from widening it."""
+        cls = f"[{'^' if negate else ''}{body}]"
+        # With `u` and `i`, JS \w does fold ſ and K into s and k, like Python; keep `i` then.
+        return cls if self.unicode or not self.ignore_case else f"(?-i:{cls})"
+
+    def translate(self) -> str:
+        out: list[str] = []
+        can_repeat = False  # whether a quantifier may follow what was just emitted
+        depth = 0
+        src = self.src
+        while self.pos < len(src):
+            ch = src[self.pos]
+            if ch == "\\":
+                text, can_repeat = self.escape()
+                out.append(text)
+                continue
+            if ch == "[":
+                out.append(self.char_class())
+                can_repeat = True
+                continue
+            if ch == "(":
+                out.append(self.group_open())
+                depth += 1
+                can_repeat = False
+                continue
+            if ch in "*+?{":
+                quant = self.quantifier()
+                if quant is not None:
+                    if not can_repeat:
+                        raise self.fail("nothing to repeat")
+                    out.append(quant)
+                    can_repeat = False
+                    continue
+                if self.unicode:
+                    raise self.fail("lone quantifier brackets")
+            self.pos += 1
+            if ch == ")":
+                if depth == 0:
+                    raise self.fail("unmatched ')'")
+                depth -= 1
+                out.append(")")
+                can_repeat = True
+            elif ch == "|":
+                out.append("|")
+                can_repeat = False
+            elif ch == ".":
+                out.append("(?s:.)" if self.dotall else f"[^{_LINE_TERMINATORS}]")
+                can_repeat = True
+            elif ch == "^":
+                out.append(f"(?<![^{_LINE_TERMINATORS}])" if self.multiline else "\\A")
+                can_repeat = False
+            elif ch == "$":
+                out.append(f"(?![^{_LINE_TERMINATORS}])" if self.multiline else "\\Z")
+                can_repeat = False
+            else:
+                if ch in "]}" and self.unicode:
+                    raise self.fail(f"lone {ch!r}")
+                out.append(_literal(ch))
+                can_repeat = True
+        if depth:
+            raise self.fail("unterminated group")
+        return "".join(out)
+
+    def quantifier(self) -> str | None:
+        """``*``, ``+``, ``?``, ``{n}``, ``{n,}`` or ``{n,m}`` (maybe lazy) at ``pos``, or None."""
+        ch = self.src[self.pos]
+        if ch == "{":
+            found = _BRACES.match(self.src, self.pos)
+            if found is None:
+                return None  # Annex B: a "{" that is not a quantifier is literal
+            low, comma, high = found.group(1), found.group(2), found.group(3)
+            if high and int(high) < int(low):
+                raise self.fail("numbers out of order in {} quantifier")
+            self.pos = found.end()
+            text = f"{{{int(low)}{',' if comma else ''}{int(high) if high else ''}}}"
+        else:
+            self.pos += 1
+            text = ch
+        if self.pos < len(self.src) and self.src[self.pos] == "?":
+            self.pos += 1
+            text += "?"
+        return text
+
+    def group_open(self) -> str:
+        src, pos = self.src, self.pos
+        if not src.startswith("(?", pos):
+            self.pos += 1
+            return "("
+        for prefix in ("(?:", "(?=", "(?!", "(?<=", "(?<!"):
+            if src.startswith(prefix, pos):
+                self.pos += len(prefix)
+                return prefix
+        found = _GROUP_NAME.match(src, pos)
+        if found is None:
+            raise self.fail("invalid group")
+        self.pos = found.end()
+        return "("  # named groups become numbered ones; `names` maps them
+
+    def escape(self) -> tuple[str, bool]:
+        """Translate the escape at ``pos`` (outside a class); also says if it may be repeated."""
+        src = self.src
+        if self.pos + 1 >= len(src):
+            raise self.fail("\\ at end of pattern")
+        ch = src[self.pos + 1]
+        self.pos += 2
+        if ch in "dws":
+            return self.ascii_set(_CLASS_BODY[ch]), True
+        if ch in "DWS":
+            return self.ascii_set(_CLASS_BODY[ch.lower()], negate=True), True
+        if ch in "bB":
+            w = self.ascii_set(_WORD)
+            boundary = f"(?:(?<={w})(?!{w})|(?<!{w})(?={w}))"
+            return (boundary if ch == "b" else f"(?!{boundary})"), False
+        if ch in "0123456789":
+            return self.decimal_escape(ch), True
+        if ch == "k" and (self.unicode or self.names):
+            found = _NAMED_REF.match(src, self.pos)
+            if found is None or found.group(1) not in self.names:
+                raise self.fail("invalid named reference")
+            self.pos = found.end()
+            return _backref(self.names[found.group(1)]), True
+        if ch in "pP" and self.unicode:
+            found = _PROPERTY.match(src, self.pos)
+            if found is None:
+                raise self.fail("invalid property name")
+            self.pos = found.end()
+            return f"\\{ch}{found.group(0)}", True  # the `regex` package knows \p{...}
+        return _literal(self.char_escape(ch)), True
+
+    def decimal_escape(self, first: str) -> str:
+        """``\\N``: a back-reference if group N exists, else (Annex B) octal or the digit."""
+        src = self.src
+        start = self.pos - 1
+        end = start
+        while end < len(src) and src[end] in "0123456789":
+            end += 1
+        if first == "0":
+            if self.unicode:
+                if end > start + 1:
+                    raise self.fail("invalid decimal escape")
+                return "\\x00"
+            self.pos = start
+            return _literal(self.legacy_octal())
+        number = int(src[start:end])
+        if number <= self.group_count:
+            self.pos = end
+            return _backref(number)
+        if self.unicode:
+            raise self.fail("invalid escape")
+        if first in "89":
+            return first
+        self.pos = start
+        return _literal(self.legacy_octal())
+
+    def legacy_octal(self) -> str:
+        """Annex B octal escape at ``pos``: up to three octal digits, value at most 0o377."""
+        src = self.src
+        value = 0
+        used = 0
+        while self.pos < len(src) and src[self.pos] in "01234567" and used < 3:
+            candidate = value * 8 + int(src[self.pos])
+            if candidate > 0o377:
+                break
+            value, used = candidate, used + 1
+            self.pos += 1
+        return chr(value)
+
+    def char_escape(self, ch: str) -> str:
+        """The character an escape ``\\<ch>`` (``pos`` is after ``ch``) stands for."""
+        src = self.src
+        if ch in _CONTROL_ESCAPES:
+            return _CONTROL_ESCAPES[ch]
+        if ch == "c":
+            if self.pos < len(src) and src[self.pos].isascii() and src[self.pos].isalpha():
+                self.pos += 1
+                return chr(ord(src[self.pos - 1]) % 32)
+            if self.unicode:
+                raise self.fail("invalid unicode escape")
+            self.pos -= 1  # Annex B: "\\c" is a literal backslash, then "c" is read again
+            return "\\"
+        if ch == "x":
+            found = _HEX2.match(src, self.pos)
+            if found:
+                self.pos = found.end()
+                return chr(int(found.group(0), 16))
+        elif ch == "u":
+            found = _HEX4.match(src, self.pos)
+            if found:
+                self.pos = found.end()
+                return chr(int(found.group(0), 16))
+            if self.unicode:
+                found = _HEX_BRACED.match(src, self.pos)
+                if found and int(found.group(1), 16) <= 0x10FFFF:
+                    self.pos = found.end()
+                    return chr(int(found.group(1), 16))
+        if self.unicode and ch not in _SYNTAX_CHARS and ch != "-":
+            raise self.fail(f"invalid escape \\{ch}")
+        return ch  # identity escape
+
+    def char_class(self) -> str:
+        """Translate ``[...]`` at ``pos``; JS ``[]`` matches nothing and ``[^]`` anything."""
+        src = self.src
+        self.pos += 1
+        negate = self.pos < len(src) and src[self.pos] == "^"
+        if negate:
+            self.pos += 1
+        atoms: list[tuple[str, str]] = []  # (kind, value): char | dash | set | nset
+        while True:
+            if self.pos >= len(src):
+                raise self.fail("unterminated character class")
+            ch = src[self.pos]
+            if ch == "]":
+                self.pos += 1
+                break
+            if ch == "\\":
+                atoms.append(self.class_escape())
+            else:
+                self.pos += 1
+                atoms.append(("dash" if ch == "-" else "char", ch))
+        body: list[str] = []
+        negated_sets: list[str] = []
+        i = 0
+        while i < len(atoms):
+            kind, value = atoms[i]
+            if (
+                kind in ("char", "dash")
+                and i + 2 < len(atoms)
+                and atoms[i + 1][0] == "dash"
+                and atoms[i + 2][0] in ("char", "dash")
+            ):
+                high = atoms[i + 2][1]
+                if ord(value) > ord(high):
+                    raise self.fail("range out of order in character class")
+                body.append(f"{_class_char(value)}-{_class_char(high)}")
+                i += 3
+                continue
+            if kind == "set":
+                body.append(value)
+            elif kind == "nset":
+                negated_sets.append(value)
+            else:
+                body.append(_class_char(value))
+            i += 1
+        alternatives = ([f"[{''.join(body)}]"] if body else []) + negated_sets
+        if negate:
+            if not alternatives:
+                return "(?s:.)"
+            return f"(?:(?!{'|'.join(alternatives)})(?s:.))"
+        if not alternatives:
+            return "(?!)"
+        return alternatives[0] if len(alternatives) == 1 else f"(?:{'|'.join(alternatives)})"
+
+    def class_escape(self) -> tuple[str, str]:
+        """An escape inside a class, as a ``(kind, value)`` atom."""
+        src = self.src
+        if self.pos + 1 >= len(src):
+            raise self.fail("\\ at end of pattern")
+        ch = src[self.pos + 1]
+        self.pos += 2
+        if ch in "dws":
+            return "set", _CLASS_BODY[ch]
+        if ch in "DWS":
+            return "nset", self.ascii_set(_CLASS_BODY[ch.lower()], negate=True)
+        if ch == "b":
+            return "char", "\b"
+        if ch in "0123456789":
+            if self.unicode:
+                if ch == "0" and not (self.pos < len(src) and src[self.pos] in "0123456789"):
+                    return "char", "\x00"
+                raise self.fail("invalid class escape")
+            if ch in "89":
+                return "char", ch
+            self.pos -= 1
+            return "char", self.legacy_octal()
+        if ch == "c" and not self.unicode and self.pos < len(src):
+            nxt = src[self.pos]
+            # Annex B: inside a class, \c also takes digits and underscore.
+            if nxt.isascii() and (nxt.isalnum() or nxt == "_"):
+                self.pos += 1
+                return "char", chr(ord(nxt) % 32)
+        if ch in "pP" and self.unicode:
+            found = _PROPERTY.match(src, self.pos)
+            if found is None:
+                raise self.fail("invalid property name")
+            self.pos = found.end()
+            return "set", f"\\{ch}{found.group(0)}"
+        return "char", self.char_escape(ch)
+
+
+def _backref(number: int) -> str:
+    # JS: a reference to a group that has not matched (yet) matches the empty string.
+    return f"(?({number})\\{number})"
+
+
+def _literal(ch: str) -> str:
+    """One character as a Python pattern that matches exactly it."""
+    if ch.isascii() and (ch.isalnum() or ch in "_ "):
+        return ch
+    return _class_char(ch)
+
+
+def _class_char(ch: str) -> str:
+    """One character, escaped so it is literal inside or outside a Python class."""
+    if ch.isascii() and (ch.isalnum() or ch == "_"):
+        return ch
+    code = ord(ch)
+    return f"\\U{code:08x}" if code > 0xFFFF else f"\\u{code:04x}"
+
+
+def _scan_groups(source: str) -> tuple[int, dict[str, int]]:
+    """Count capturing groups and map group names to numbers (skipping escapes and classes)."""
+    count = 0
+    names: dict[str, int] = {}
+    pos = 0
+    in_class = False
+    while pos < len(source):
+        ch = source[pos]
+        if ch == "\\":
+            pos += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "(":
+            if not source.startswith("(?", pos):
+                count += 1
+            else:
+                found = _GROUP_NAME.match(source, pos)
+                if found is not None:
+                    count += 1
+                    if found.group(1) in names:
+                        raise JsRegexError(
+                            f"invalid regular expression /{source}/: duplicate capture group "
+                            f"name {found.group(1)!r}",
+                            field="regex",
+                        )
+                    names[found.group(1)] = count
+        pos += 1
+    return count, names
+
+
+_BRACES = regex.compile(r"\{([0-9]+)(,?)([0-9]*)\}")
+_PROPERTY = regex.compile(r"\{[A-Za-z_=]+\}")
+_GROUP_NAME = regex.compile(r"\(\?<([A-Za-z_$\p{L}][\w$\p{L}\p{N}]*)>")
+_NAMED_REF = regex.compile(r"<([A-Za-z_$\p{L}][\w$\p{L}\p{N}]*)>")
+_HEX2 = regex.compile(r"[0-9A-Fa-f]{2}")
+_HEX4 = regex.compile(r"[0-9A-Fa-f]{4}")
+_HEX_BRACED = regex.compile(r"\{([0-9A-Fa-f]{1,6})\}")
