@@ -95,6 +95,7 @@ class FloorRow(Base):
             postgresql_where=text("state != 'failed'"),
         ),
         Index("ix_floor_state", "state"),
+        Index("ix_floor_branch_state_seq", "branch_id", "state", "seq"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

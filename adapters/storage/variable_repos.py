@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import delete, insert, or_, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.storage import convert
@@ -61,23 +63,33 @@ class SqlVariables:
         return {row.key: row.value for row in await self._db.execute(stmt)}
 
     async def change(self, scope: Scope, owner_id: int, delta: Mapping[str, Any]) -> None:
-        if not delta:
-            return
-        # Delete-then-insert is one statement each and the same on SQLite and PostgreSQL.
-        await self._db.execute(
-            delete(VALUE).where(
-                VALUE.c.scope == scope,
-                VALUE.c.owner_id == owner_id,
-                VALUE.c.key.in_(list(delta)),
+        deleted = [key for key, value in delta.items() if value is DELETED]
+        if deleted:
+            await self._db.execute(
+                delete(VALUE).where(
+                    VALUE.c.scope == scope,
+                    VALUE.c.owner_id == owner_id,
+                    VALUE.c.key.in_(deleted),
+                )
             )
-        )
         rows = [
             {"scope": scope, "owner_id": owner_id, "key": key, "value": value}
             for key, value in delta.items()
             if value is not DELETED
         ]
         if rows:
-            await self._db.execute(insert(VALUE), rows)
+            await self._db.execute(self._upsert(), rows)
+
+    def _upsert(self) -> Any:
+        """``INSERT ... ON CONFLICT (scope, owner_id, key) DO UPDATE`` for this dialect: one
+        statement per change instead of a delete and an insert."""
+        dialect = self._db.get_bind().dialect.name
+        make = pg_insert if dialect == "postgresql" else sqlite_insert
+        stmt = make(VALUE)
+        return stmt.on_conflict_do_update(
+            index_elements=[VALUE.c.scope, VALUE.c.owner_id, VALUE.c.key],
+            set_={"value": stmt.excluded.value},
+        )
 
     async def replace(self, scope: Scope, owner_id: int, values: Mapping[str, Any]) -> None:
         await self._db.execute(

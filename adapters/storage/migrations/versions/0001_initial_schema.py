@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-30 12:26:24.250650
+Create Date: 2026-11-30
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id', name=op.f('pk_floor'))
     )
     op.create_index('ix_floor_state', 'floor', ['state'], unique=False)
+    op.create_index('ix_floor_branch_state_seq', 'floor', ['branch_id', 'state', 'seq'], unique=False)
     op.create_index('uq_floor_live_seq', 'floor', ['branch_id', 'seq'], unique=True, sqlite_where=sa.text("state != 'failed'"), postgresql_where=sa.text("state != 'failed'"))
     op.create_table('page',
     sa.Column('id', sa.Integer(), nullable=False),
@@ -177,6 +178,7 @@ def downgrade() -> None:
     op.drop_table('page')
     op.drop_index('uq_floor_live_seq', table_name='floor', sqlite_where=sa.text("state != 'failed'"), postgresql_where=sa.text("state != 'failed'"))
     op.drop_index('ix_floor_state', table_name='floor')
+    op.drop_index('ix_floor_branch_state_seq', table_name='floor')
     op.drop_table('floor')
     op.drop_table('branch')
     op.drop_index(op.f('ix_session_realm_id'), table_name='session')
