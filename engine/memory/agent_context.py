@@ -18,7 +18,7 @@ from engine.memory.injection import InjectionPolicy, TokenCounter, rank_memories
 from engine.memory.lineage import Viewpoint
 from engine.memory.records import MemoryKind, MemoryRecord, MemoryRelation, MemoryScope
 from engine.memory.sanitize import quote_for_injection
-from engine.ports import ChatMessage
+from engine.ports import ChatMessage, ChatRequest
 
 AGENT_CONTEXT_TOKENS = 900
 AGENT_MAX_FACTS = 50
@@ -177,3 +177,14 @@ def build_agent_messages(
         ChatMessage(role="system", content=AGENT_SYSTEM_PROMPT.replace("{scopes}", scopes)),
         ChatMessage(role="user", content="\n".join(sections)),
     ]
+
+
+def build_agent_request(model: str, messages: Sequence[ChatMessage]) -> ChatRequest:
+    """The memory slot's model call: low temperature, bounded output, no streaming needed."""
+    return ChatRequest(
+        model=model,
+        messages=messages,
+        max_tokens=AGENT_MAX_OUTPUT_TOKENS,
+        sampling={"temperature": AGENT_TEMPERATURE},
+        metadata={"slot": "memory", "task": "ingest_turn"},
+    )

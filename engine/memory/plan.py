@@ -74,3 +74,15 @@ def memory_event(name: str, **payload: Any) -> Event:
 def diagnostics_payload(diagnostics: tuple[Diagnostic, ...]) -> list[dict[str, str]]:
     """Diagnostics as plain data for an event payload."""
     return [{"code": d.code, "message": d.message, "where": d.where} for d in diagnostics]
+
+
+def committed_event(plan: MutationPlan, *, floor_no: int | None = None) -> Event:
+    """``memory.committed`` (seed section 10): emitted by the caller once the plan is stored."""
+    return memory_event(
+        "committed",
+        floor_no=floor_no,
+        added=[r.id for r in plan.new_records],
+        changed=[{"id": c.record_id, "to": c.new.value, "reason": c.reason} for c in plan.changes],
+        relations=[[r.source_id, r.kind.value, r.target_id] for r in plan.relations],
+        purged=list(plan.purge_ids),
+    )

@@ -10,12 +10,13 @@ import pytest
 from engine.memory.agent_context import AgentContext, build_agent_context, build_agent_messages
 from engine.memory.agent_ops import MAX_FACT_VALUE_CHARS, MAX_OPS_PER_LIST, validate_agent_ops
 from engine.memory.agent_plan import AgentTurn, plan_agent_turn, plan_forget, plan_tag_summaries
-from engine.memory.lineage import visible_records
+from engine.memory.lineage import LineageSegment, visible_records
 from engine.memory.plan import MutationPlan
 from engine.memory.records import (
     Lifecycle,
     MemoryKind,
     MemoryRecord,
+    MemoryRelation,
     MemoryScope,
     RelationKind,
     SequentialIds,
@@ -282,3 +283,55 @@ def test_tag_summaries_and_forget_plans() -> None:
 
 def forget_target() -> MemoryRecord:
     return record("gone", "x", lifecycle=Lifecycle.DEPRECATED)
+
+
+def test_a_fork_updates_a_fact_the_parent_changed_after_the_fork() -> None:
+    fork = view(
+        12,
+        branch="fork",
+        lineage=(
+            LineageSegment(branch_id="fork"),
+            LineageSegment(branch_id="main", until_floor=10),
+        ),
+    )
+    old = record(
+        "old",
+        "the harbour",
+        key="alice.location",
+        floor=3,
+        lifecycle=Lifecycle.DEPRECATED,
+        ended_branch="main",
+        ended_floor=11,
+    )
+    newer = record("newer", "the tower", key="alice.location", floor=11)
+    relations = [
+        MemoryRelation(
+            source_id="newer",
+            target_id="old",
+            kind=RelationKind.UPDATES,
+            created_at=T0,
+            floor_no=11,
+        )
+    ]
+    records = [old, newer]
+    context = build_agent_context(
+        records, relations, view=fork, now=T0, focus="alice", count=count_tokens
+    )
+    assert [r.id for _, r in context.facts] == ["old"]  # the fork still sees the old value
+    raw = json.dumps({"facts_update": [{"id": "F1", "value": "the lighthouse"}]})
+    plan = plan_agent_turn(
+        raw,
+        context=context,
+        records=records,
+        relations=relations,
+        turn=AgentTurn(view=fork, now=T0),
+        new_id=SequentialIds("n"),
+    )
+    (fact,) = plan.new_records
+    assert fact.origin_branch == "fork" and fact.text == "the lighthouse"
+    assert plan.changes == ()  # already ended on main; the updates edge supersedes it here
+    assert [(r.kind, r.target_id) for r in plan.relations] == [(RelationKind.UPDATES, "old")]
+    after = visible_records([*records, fact], [*relations, *plan.relations], fork)
+    assert [r.id for r in after] == [fact.id]
+    main_after = visible_records([*records, fact], [*relations, *plan.relations], view(12))
+    assert [r.id for r in main_after] == ["newer"]
