@@ -1,13 +1,15 @@
 """Bringing a database to the newest schema with the Alembic migrations shipped here.
 
 ``upgrade(url)`` is for synchronous callers (``tavernbot db upgrade``, or before the event loop
-starts); ``await upgrade_engine(engine)`` is for code already inside the loop (``tavernbot
-run``). Both run Alembic on a connection of an async engine through ``run_sync``.
+starts; it also works from inside a running loop, on a helper thread); ``await
+upgrade_async(url)`` or ``await upgrade_engine(engine)`` is for code already inside the loop
+(``tavernbot run``). Both run Alembic on a connection of an async engine through ``run_sync``.
 """
 
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +68,13 @@ async def upgrade_async(url: str, *, schema: str | None = None) -> None:
 
 
 def upgrade(url: str, *, schema: str | None = None) -> None:
-    """Synchronous :func:`upgrade_async` for callers outside an event loop."""
+    """Synchronous :func:`upgrade_async`. Outside an event loop it runs one; called from
+    inside a running loop it migrates on a helper thread with its own loop and waits (an
+    async engine must not be shared between loops), blocking the caller until done."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         asyncio.run(upgrade_async(url, schema=schema))
         return
-    raise RuntimeError("upgrade() was called inside an event loop; await upgrade_async() instead")
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tavernbot-migrate") as pool:
+        pool.submit(asyncio.run, upgrade_async(url, schema=schema)).result()

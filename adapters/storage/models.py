@@ -178,7 +178,7 @@ class VariableLogRow(Base):
     __table_args__ = (
         Index("ix_variable_log_page", "page_id", "scope"),
         Index("ix_variable_log_position", "branch_id", "scope", "seq"),
-        Index("ix_variable_log_key", "key", "session_id"),
+        Index("ix_variable_log_key", "key", "realm_id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

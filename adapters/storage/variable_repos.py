@@ -133,13 +133,9 @@ class SqlVariables:
     async def history(self, key: str, *, session_id: int, realm_id: int) -> list[LogEntry]:
         stmt = (
             select(LOG)
-            .where(LOG.c.key == key)
-            .where(
-                or_(
-                    LOG.c.session_id == session_id,
-                    (LOG.c.scope == "global") & (LOG.c.realm_id == realm_id),
-                )
-            )
+            # A session lives in one realm, so (key, realm) narrows both kinds of entry.
+            .where(LOG.c.key == key, LOG.c.realm_id == realm_id)
+            .where(or_(LOG.c.session_id == session_id, LOG.c.scope == "global"))
             .order_by(LOG.c.id)
         )
         return [convert.log_entry(row) for row in await self._db.execute(stmt)]

@@ -66,10 +66,14 @@ def test_sync_upgrade_outside_a_loop(tmp_path: Path) -> None:
     assert (tmp_path / "tavernbot.db").exists()
 
 
-async def test_sync_upgrade_refuses_inside_a_loop_and_async_works(tmp_path: Path) -> None:
+async def test_sync_upgrade_inside_a_loop_and_async_upgrade(tmp_path: Path) -> None:
     url = sqlite_url(tmp_path)
-    with pytest.raises(RuntimeError, match="await upgrade_async"):
-        upgrade(url)
+    upgrade(url)  # from inside this test's running loop
+    probe = create_engine(url)
+    try:
+        assert await current_revision(probe) == head_revision()
+    finally:
+        await probe.dispose()
     await upgrade_async(url)
     storage = await open_storage(url)  # migrates again: nothing to do
     try:

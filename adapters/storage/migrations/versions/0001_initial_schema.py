@@ -155,7 +155,7 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['session_id'], ['session.id'], name=op.f('fk_variable_log_session_id_session')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_variable_log'))
     )
-    op.create_index('ix_variable_log_key', 'variable_log', ['key', 'session_id'], unique=False)
+    op.create_index('ix_variable_log_key', 'variable_log', ['key', 'realm_id'], unique=False)
     op.create_index('ix_variable_log_page', 'variable_log', ['page_id', 'scope'], unique=False)
     op.create_index('ix_variable_log_position', 'variable_log', ['branch_id', 'scope', 'seq'], unique=False)
     op.create_table('variable_snapshot',
