@@ -1,0 +1,151 @@
+"""Token counting: exact for OpenAI encodings (offline), estimated for every other model.
+
+The ``bpe_openai`` package ships the ``cl100k_base`` and ``o200k_base`` tables, so exact counts
+never need the network (tiktoken would download its tables on first use).
+
+Which encoding (by model family, after dropping a ``provider/`` prefix such as OpenRouter's):
+
+* ``o200k_base``: gpt-4o, chatgpt-4o, gpt-4.1, gpt-4.5, gpt-5, the o-series (o1, o3, o4...),
+  gpt-oss, omni-moderation;
+* ``cl100k_base``: gpt-4 (the older ones), gpt-3.5 / gpt-35, text-embedding-ada-002 and
+  text-embedding-3-*;
+* anything else (Claude, Llama, Mistral, Gemini, DeepSeek, local models...): the estimator.
+
+The estimator counts with ``o200k_base`` and adds ``ESTIMATE_MARGIN`` (15 %), rounded up. Modern
+BPE vocabularies of other vendors land within roughly that margin of o200k on English and
+European text; over-estimating a little keeps a prompt from overflowing a context window.
+
+Chat overhead (OpenAI's documented accounting for chat models): every message costs
+``TOKENS_PER_MESSAGE`` on top of its content, a ``name`` field ``TOKENS_PER_NAME`` more, and the
+reply is primed with ``REPLY_PRIMING_TOKENS``; see :func:`count_chat_tokens`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+import bpe_openai  # type: ignore[import-untyped]  # ships no type information
+
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+REPLY_PRIMING_TOKENS = 3
+ESTIMATE_MARGIN = 0.15
+
+O200K = "o200k_base"
+CL100K = "cl100k_base"
+
+_O200K_PREFIXES = (
+    "gpt-4o",
+    "chatgpt-4o",
+    "gpt-4.1",
+    "gpt-4.5",
+    "gpt-5",
+    "o1",
+    "o3",
+    "o4",
+    "gpt-oss",
+    "omni-moderation",
+)
+_CL100K_PREFIXES = (
+    "gpt-4",
+    "gpt-3.5",
+    "gpt-35",
+    "text-embedding-ada-002",
+    "text-embedding-3",
+)
+
+
+class TokenCounter(Protocol):
+    """Counts the tokens of a text for one model; ``name`` says which tokenizer (or estimate)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def count(self, text: str) -> int: ...
+
+
+class ExactCounter:
+    """Exact counts with a shipped OpenAI encoding; special-token text counts as plain text."""
+
+    __slots__ = ("_encoding", "name")
+
+    def __init__(self, encoding_name: str) -> None:
+        self.name = encoding_name
+        self._encoding = _encoding(encoding_name)
+
+    def count(self, text: str) -> int:
+        """The number of tokens ``text`` encodes to."""
+        tokens: list[int] = self._encoding.encode_ordinary(text)
+        return len(tokens)
+
+
+class EstimatingCounter:
+    """An estimate for models whose tokenizer is not shipped: o200k plus ``ESTIMATE_MARGIN``."""
+
+    __slots__ = ("_base", "name")
+
+    def __init__(self) -> None:
+        self.name = f"estimate({O200K}+{round(ESTIMATE_MARGIN * 100)}%)"
+        self._base = ExactCounter(O200K)
+
+    def count(self, text: str) -> int:
+        """An over-estimate of the token count (0 for the empty text)."""
+        return math.ceil(self._base.count(text) * (1 + ESTIMATE_MARGIN))
+
+
+def encoding_for_model(model: str) -> str | None:
+    """The OpenAI encoding of ``model``, or None when the model is not an OpenAI one."""
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    if name.startswith("ft:"):  # fine-tunes: ft:gpt-4o-mini:org::id
+        name = name[3:]
+    if name.startswith(_O200K_PREFIXES):
+        return O200K
+    if name.startswith(_CL100K_PREFIXES):
+        return CL100K
+    return None
+
+
+def counter_for_model(model: str) -> TokenCounter:
+    """The counter for ``model``: exact for OpenAI families, the documented estimate otherwise."""
+    encoding = encoding_for_model(model)
+    return _exact(encoding) if encoding is not None else _estimator()
+
+
+def count_chat_tokens(counter: TokenCounter, messages: Iterable[Mapping[str, str]]) -> int:
+    """Prompt tokens of chat messages as OpenAI accounts them (content plus overheads).
+
+    Each message is a mapping like ``{"role": ..., "content": ..., "name": ...}``; every value is
+    counted, plus ``TOKENS_PER_MESSAGE`` per message, ``TOKENS_PER_NAME`` per name and
+    ``REPLY_PRIMING_TOKENS`` once.
+    """
+    total = REPLY_PRIMING_TOKENS
+    for message in messages:
+        total += TOKENS_PER_MESSAGE
+        for key, value in message.items():
+            total += counter.count(value)
+            if key == "name":
+                total += TOKENS_PER_NAME
+    return total
+
+
+@functools.cache
+def _encoding(name: str) -> Any:
+    # Loading a table takes a fraction of a second: do it once per process, on first use.
+    with warnings.catch_warnings():
+        # the package reads its tables with a deprecated importlib.resources call
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return bpe_openai.get_encoding(name)
+
+
+@functools.cache
+def _exact(name: str) -> ExactCounter:
+    return ExactCounter(name)
+
+
+@functools.cache
+def _estimator() -> EstimatingCounter:
+    return EstimatingCounter()
