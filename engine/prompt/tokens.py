@@ -28,8 +28,6 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-import bpe_openai  # type: ignore[import-untyped]  # ships no type information
-
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 REPLY_PRIMING_TOKENS = 3
@@ -135,9 +133,12 @@ def count_chat_tokens(counter: TokenCounter, messages: Iterable[Mapping[str, str
 @functools.cache
 def _encoding(name: str) -> Any:
     # Loading a table takes a fraction of a second: do it once per process, on first use.
+    # Imported here, not at the top: importing the package already loads both tables.
     with warnings.catch_warnings():
         # the package reads its tables with a deprecated importlib.resources call
         warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai  # type: ignore[import-untyped]  # ships no type information
+
         return bpe_openai.get_encoding(name)
 
 
