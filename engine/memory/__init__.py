@@ -60,6 +60,7 @@ from engine.memory.records import (
     SequentialIds,
 )
 from engine.memory.sanitize import neutralize, quote_for_injection
+from engine.memory.search import SearchHit, search_memories
 from engine.memory.worker import ensure_job, recover_jobs, run_job_once
 
 __all__ = [
@@ -96,6 +97,7 @@ __all__ = [
     "MutationPlan",
     "Provenance",
     "RelationKind",
+    "SearchHit",
     "SequentialIds",
     "Summariser",
     "TokenCounter",
@@ -122,6 +124,7 @@ __all__ = [
     "resolve_key_conflicts",
     "run_compaction",
     "run_job_once",
+    "search_memories",
     "select_memories",
     "validate_agent_ops",
     "visible_records",

@@ -1,0 +1,38 @@
+"""Plain lexical search over the memories a viewer can see (the ``memory search`` command)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from engine.memory.bm25 import Bm25Index, weighted_query
+from engine.memory.lineage import Viewpoint, visible_records
+from engine.memory.records import MemoryRecord, MemoryRelation
+
+SEARCH_LIMIT = 20
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchHit:
+    """A record and its raw BM25 score for the query."""
+
+    record: MemoryRecord
+    score: float
+
+
+def search_memories(
+    records: Iterable[MemoryRecord],
+    relations: Iterable[MemoryRelation],
+    *,
+    view: Viewpoint,
+    query: str,
+    limit: int = SEARCH_LIMIT,
+) -> list[SearchHit]:
+    """Visible records that share a term with ``query``, best BM25 first (ties: newer first)."""
+    pool = visible_records(records, relations, view)
+    index = Bm25Index.build({r.id: r.display for r in pool})
+    terms = weighted_query([(query, 1.0)])
+    hits = [SearchHit(record=r, score=index.score(r.id, terms)) for r in pool]
+    hits = [hit for hit in hits if hit.score > 0]
+    hits.sort(key=lambda h: (-h.score, -h.record.created_floor, h.record.id))
+    return hits[: max(0, limit)]
