@@ -17,6 +17,10 @@ from engine.turns.api import BranchInfo
 PREV, NEXT, REGEN, COUNT = "prev", "next", "regen", "count"
 BRANCHES_SHOWN = 20
 """How many branches ``/branches`` offers as buttons."""
+BRANCH_IN_DATA_MAX = 40
+"""Longer branch names are left out of swipe buttons (the press then uses the chat's own
+branch); a branch button needs its name, so such branches get no button."""
+CURRENT = ""
 
 
 class SwipeData(CallbackData, prefix="sw"):
@@ -39,8 +43,13 @@ def _packed(data: CallbackData) -> str:
     return packed
 
 
+def _fits(branch: str) -> bool:
+    return len(branch.encode()) <= BRANCH_IN_DATA_MAX
+
+
 def swipe_keyboard(branch: str, page: int, pages: int) -> InlineKeyboardMarkup:
     """◀️ ``page/pages`` ▶️ 🔄 for the latest reply of ``branch``."""
+    branch = branch if _fits(branch) else CURRENT
     row = [
         InlineKeyboardButton(
             text="◀️", callback_data=_packed(SwipeData(action=PREV, branch=branch))
@@ -61,7 +70,7 @@ def swipe_keyboard(branch: str, page: int, pages: int) -> InlineKeyboardMarkup:
 def branches_keyboard(branches: Sequence[BranchInfo], current: str) -> InlineKeyboardMarkup:
     """One button per branch (the current one marked) to switch to it."""
     rows = []
-    for info in list(branches)[:BRANCHES_SHOWN]:
+    for info in [b for b in branches if _fits(b.name)][:BRANCHES_SHOWN]:
         mark = "✅ " if info.name == current else ""
         label = f"{mark}{info.name} ({info.floors} floors)"
         rows.append(

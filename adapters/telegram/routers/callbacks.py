@@ -12,7 +12,15 @@ from aiogram.types import CallbackQuery, InaccessibleMessage, Message
 from adapters.telegram.app import Frontend
 from adapters.telegram.context import Where
 from adapters.telegram.convert import session_key
-from adapters.telegram.keyboards import COUNT, NEXT, PREV, REGEN, BranchData, SwipeData
+from adapters.telegram.keyboards import (
+    COUNT,
+    CURRENT,
+    NEXT,
+    PREV,
+    REGEN,
+    BranchData,
+    SwipeData,
+)
 from adapters.telegram.sender import Place
 from engine.errors import EngineError
 
@@ -56,7 +64,10 @@ def build(frontend: Frontend) -> Router:
         if message is None or isinstance(message, InaccessibleMessage):
             await query.answer("That message is too old.", show_alert=True)
             return
-        where = await where_of(message, callback_data.branch)
+        branch = callback_data.branch
+        if branch == CURRENT and isinstance(message, Message):
+            branch = (await frontend.resolver.where(message, reply=False)).branch
+        where = await where_of(message, branch)
         if where is None:
             await query.answer("This chat has no session.", show_alert=True)
             return
