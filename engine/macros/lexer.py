@@ -25,6 +25,8 @@ TOKEN_PIPE = 4
 
 #: Every structural token: a run of ``{`` (two or more), ``}}``, ``::`` and ``|``.
 TOKENS = re.compile(r"(\{\{+)|(\}\})|(::)|(\|)")
+#: The same, plus (first) a whole macro with no brace inside, which the parser takes in one go.
+FAST_TOKENS = re.compile(r"(\{\{(?!\{)[^{}]*\}\})|(\{\{+)|(\}\})|(::)|(\|)")
 
 #: The common macro head in one match: flags, name, dropped characters, spaces, separator.
 MACRO_HEAD = re.compile(

@@ -85,9 +85,10 @@ def _interleave(src: str, a: int, b: int, children: list[Item]) -> list[Item]:
 class Parser:
     """Parses one pre-processed source text; ``can_accept`` comes from the macro registry."""
 
-    def __init__(self, src: str, can_accept: AcceptRule) -> None:
+    def __init__(self, src: str, can_accept: AcceptRule, *, fast: bool = True) -> None:
         self.src = src
         self.can_accept = can_accept
+        self.fast = fast
         self.notes: list[ParseNote] = []
 
     # -- items -------------------------------------------------------------------------------
@@ -97,46 +98,91 @@ class Parser:
         src = self.src
         if "{{" not in src:
             return [src] if src else []
-        stack: list[_Frame] = []
-        top: list[Item] = []
-        skip_until = 0
-        for token in lexer.TOKENS.finditer(src):
+        self._stack: list[_Frame] = []
+        self._top: list[Item] = []
+        self._skip = 0
+        if not self.fast:  # one token at a time (the reference path the fast one must match)
+            self._general(0, len(src))
+        for token in lexer.FAST_TOKENS.finditer(src) if self.fast else ():
             start, end = token.span()
-            if start < skip_until:
-                continue
-            kind = token.lastindex
-            if kind == lexer.TOKEN_OPEN:
-                if stack:
-                    length = end - start
-                    if length % 2:
-                        continue  # an odd brace run inside arguments never opens a macro
-                    at = end - 2
+            kind = token.lastindex or 0
+            if kind == 1:  # a complete macro with no braces inside: the common case
+                if start < self._skip:
+                    self._general(self._skip, end)
                 else:
-                    at = end - 2
-                if len(stack) >= PARSE_NESTING_LIMIT:
-                    self.notes.append(
-                        ParseNote(MACRO_PARSE_FAILED, at, "macros nested too deeply; kept as text")
-                    )
-                    continue
-                skip_until = self._open(at, stack, top)
-            elif not stack:
-                continue
-            elif kind == lexer.TOKEN_CLOSE:
-                frame = stack.pop()
-                node_items = self._close(frame, start)
-                (stack[-1].children if stack else top).extend(node_items)
-            elif kind == lexer.TOKEN_SEP:
-                frame = stack[-1]
-                if frame.mode == _MODE_DOUBLE:
-                    frame.seps.append((start, end))
-            else:  # a pipe: reserved filter syntax keeps the macro raw
-                frame = stack[-1]
-                if frame.mode != _MODE_VALUE:
-                    frame.broken = True
+                    self._simple(start, end)
+            elif start >= self._skip:
+                self._token(kind - 1, start, end)
+        stack = self._stack
+        top = self._top
         while stack:  # unterminated: the macro is text again, nested complete macros stay
             frame = stack.pop()
             (stack[-1].children if stack else top).extend(frame.children)
         return self.pair(_interleave(src, 0, len(src), top), 0)
+
+    def _general(self, a: int, b: int) -> None:
+        """Process the structural tokens of ``src[a:b]`` one by one."""
+        for token in lexer.TOKENS.finditer(self.src, a, b):
+            start, end = token.span()
+            if start >= self._skip:
+                self._token(token.lastindex or 0, start, end)
+
+    def _simple(self, start: int, end: int) -> None:
+        """A ``{{...}}`` span without braces inside: head, separators and close at once."""
+        stack = self._stack
+        if len(stack) >= PARSE_NESTING_LIMIT:
+            self._general(start, end)
+            return
+        depth = len(stack)
+        skip = self._open(start, stack, self._top)
+        if skip == start:  # not a macro: its '}}' and separators belong to the enclosing one
+            self._general(start + 2, end)
+            return
+        self._skip = skip
+        if len(stack) == depth:
+            return  # a shorthand finished by its head
+        frame = stack[-1]
+        close = end - 2
+        src = self.src
+        if frame.mode == _MODE_DOUBLE:
+            found = src.find("::", skip, close)
+            while found >= 0:
+                frame.seps.append((found, found + 2))
+                found = src.find("::", found + 2, close)
+        if frame.mode != _MODE_VALUE and src.find("|", skip, close) >= 0:
+            frame.broken = True
+        stack.pop()
+        node_items = self._close(frame, close)
+        (stack[-1].children if stack else self._top).extend(node_items)
+        self._skip = end
+
+    def _token(self, kind: int, start: int, end: int) -> None:
+        """One structural token (``kind`` as in :data:`lexer.TOKENS`)."""
+        stack = self._stack
+        if kind == lexer.TOKEN_OPEN:
+            if stack and (end - start) % 2:
+                return  # an odd brace run inside arguments never opens a macro
+            at = end - 2
+            if len(stack) >= PARSE_NESTING_LIMIT:
+                self.notes.append(
+                    ParseNote(MACRO_PARSE_FAILED, at, "macros nested too deeply; kept as text")
+                )
+                return
+            self._skip = self._open(at, stack, self._top)
+        elif not stack:
+            return
+        elif kind == lexer.TOKEN_CLOSE:
+            frame = stack.pop()
+            node_items = self._close(frame, start)
+            (stack[-1].children if stack else self._top).extend(node_items)
+        elif kind == lexer.TOKEN_SEP:
+            frame = stack[-1]
+            if frame.mode == _MODE_DOUBLE:
+                frame.seps.append((start, end))
+        else:  # a pipe: reserved filter syntax keeps the macro raw
+            frame = stack[-1]
+            if frame.mode != _MODE_VALUE:
+                frame.broken = True
 
     def _open(self, at: int, stack: list[_Frame], top: list[Item]) -> int:
         """Read a macro head at ``at``; push a frame or add a finished node. Returns the
@@ -222,8 +268,8 @@ class Parser:
         if frame.mode == _MODE_VALUE:
             value = self._arg(frame.body, close, frame.children)
             return [VarExpr(src, frame.start, end, frame.scope, frame.name, frame.flags, value)]
-        if frame.broken:
-            return _interleave(src, frame.start, end, frame.children)
+        if frame.broken:  # the macro is text again; only its nested nodes stay nodes
+            return frame.children
         args: list[Arg] = []
         if frame.mode == _MODE_DOUBLE:
             a = frame.body
@@ -239,7 +285,7 @@ class Parser:
                 self.notes.append(
                     ParseNote(MACRO_PARSE_FAILED, frame.start, "nothing after ':'", frame.name)
                 )
-                return _interleave(src, frame.start, end, frame.children)
+                return frame.children
         if frame.dropped:
             self.notes.append(
                 ParseNote(

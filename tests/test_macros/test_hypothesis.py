@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from engine.macros import Limits, MacroContext, evaluate
+from engine.macros import Limits, MacroContext, default_registry, evaluate
 from engine.macros.limits import CHARS_PER_STEP
+from engine.macros.nodes import Macro, Scoped, VarExpr
+from engine.macros.parser import Parser
 
 LIMITS = Limits(max_depth=6, max_steps=300, max_output_chars=2_000, max_mutations=5)
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -112,6 +115,8 @@ def _check(template: str) -> None:
         result.steps <= LIMITS.max_steps + 1 + 4 * LIMITS.max_output_chars // CHARS_PER_STEP + 50
     )
     assert all(w.code and w.message for w in result.warnings)
+    # The engine's last-resort guard must never be what handled the text.
+    assert "macro_internal_error" not in [w.code for w in result.warnings]
 
 
 @SETTINGS
@@ -140,3 +145,38 @@ def test_escaped_text_round_trips(plain: str) -> None:
 def test_deep_nesting_is_bounded(depth: int) -> None:
     template = "{{reverse::" * depth + "x" + "}}" * depth + "{{if 1}}" * depth + "{{/if}}" * depth
     _check(template)
+
+
+PIECES = st.sampled_from(
+    list("{}:|.$ a1=+!#/\\")
+    + ["{{", "}}", "::", "user", "if", "else", "/if", "reverse", "setvar", "x", "//", " = ", "++"]
+)
+
+
+def _shape(items: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, Macro):
+            args = [(a.start, a.end, _shape(a.items)) for a in item.args]
+            out.append(("macro", item.start, item.end, item.name, item.flags, args))
+        elif isinstance(item, VarExpr):
+            value = None if item.value is None else _shape(item.value.items)
+            out.append(("var", item.start, item.end, item.scope, item.name, item.op, value))
+        elif isinstance(item, Scoped):
+            out.append(
+                ("scoped", item.start, item.end, _shape([item.opener]), _shape(item.content.items))
+            )
+        else:
+            out.append(("raw", item.text, item.code))
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(PIECES, max_size=30).map("".join))
+def test_fast_parse_path_matches_the_token_by_token_path(source: str) -> None:
+    accept = default_registry().can_accept
+    fast = Parser(source, accept).parse()
+    reference = Parser(source, accept, fast=False).parse()
+    assert _shape(fast) == _shape(reference)

@@ -74,6 +74,7 @@ def test_vector(case: dict[str, Any]) -> None:
     out = run_case({"template": case["template"], "env": case["env"]})
     expect = case["expect"]
     assert out["error"] is None
+    assert "macro_internal_error" not in out["warnings"]
     if case["check"] == "nondeterministic":
         _check_nondeterministic(case, out["text"])
         return

@@ -1,0 +1,144 @@
+"""Macro engine speed against one ``re.sub`` pass, side by side in one run.
+
+The template is ``bench/data/macro_template_20k.txt`` (20.5 KB, 514 macros: names, variables,
+shorthand, if/else, reverse, random, pick, comments, time, unknown macros, legacy markers,
+trim). Three timings are interleaved round by round, so machine noise hits them alike:
+
+- baseline: one ``re.sub(r"\\{\\{[^{}]*\\}\\}", f, text)`` pass with a trivial callback;
+- warm: ``evaluate`` with the template already parsed and the pure memos filled, as when a
+  preset is evaluated again in the same chat (a fresh context each time);
+- cold: ``evaluate`` after clearing the template cache and the memoised pick, time and hash
+  helpers, so the parse, the content hash and every pick are paid again.
+
+Targets: warm median <= 15x the baseline, cold median <= 60x.
+
+    python -m bench.macro_bench            # print the table
+    python -m bench.macro_bench --write    # also record bench/results/macros.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import platform
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from engine.macros import DEFAULT_CACHE, MacroContext, evaluate
+from engine.macros import builtins_core, randomness, timefmt
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = ROOT / "bench" / "data" / "macro_template_20k.txt"
+RESULTS = ROOT / "bench" / "results" / "macros.md"
+WARM_TARGET = 15.0
+COLD_TARGET = 60.0
+NOW = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
+PATTERN = re.compile(r"\{\{[^{}]*\}\}")
+
+
+def _context() -> MacroContext:
+    return MacroContext(user="Alice", char="Bob", now=NOW, chat_id="bench-chat")
+
+
+def _clear_caches() -> None:
+    DEFAULT_CACHE.clear()
+    randomness.pick_fraction.cache_clear()
+    timefmt._format_cached.cache_clear()
+    timefmt.zone.cache_clear()
+    builtins_core._chat_id_hash.cache_clear()
+
+
+def measure(rounds: int) -> dict[str, list[float]]:
+    """Seconds per call for each contender, ``rounds`` interleaved samples each."""
+    text = TEMPLATE.read_text(encoding="utf-8")
+
+    def baseline() -> None:
+        PATTERN.sub(lambda m: "x", text)
+
+    def warm() -> None:
+        evaluate(text, _context())
+
+    def cold() -> None:
+        _clear_caches()
+        evaluate(text, _context())
+
+    contenders: dict[str, Callable[[], None]] = {"baseline": baseline, "cold": cold, "warm": warm}
+    for run in contenders.values():  # warm-up: imports, first parse
+        run()
+    samples: dict[str, list[float]] = {name: [] for name in contenders}
+    gc_was_enabled = gc.isenabled()
+    try:
+        for _ in range(rounds):
+            for name, run in contenders.items():
+                if name == "warm":
+                    warm()  # untimed: the cold round emptied the memos; refill them
+                gc.collect()
+                start = time.perf_counter()
+                run()
+                samples[name].append(time.perf_counter() - start)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return samples
+
+
+def report(samples: dict[str, list[float]], rounds: int) -> str:
+    """The results as a Markdown page."""
+    base = statistics.median(samples["baseline"])
+    warm = statistics.median(samples["warm"])
+    cold = statistics.median(samples["cold"])
+    warm_ratio = warm / base
+    cold_ratio = cold / base
+    text = TEMPLATE.read_text(encoding="utf-8")
+    result = evaluate(text, _context())
+    lines = [
+        "# Macro engine vs one regex pass",
+        "",
+        "`python -m bench.macro_bench --write`: the 20.5 KB benchmark template "
+        f"({len(PATTERN.findall(text))} macro-shaped matches, {result.steps} evaluation steps). "
+        f"Median of {rounds} rounds; in each round the three contenders run back to back "
+        "after a `gc.collect()`, so machine noise hits them alike.",
+        "",
+        "| contender | median ms | x baseline | target |",
+        "|---|---:|---:|---:|",
+        f"| `re.sub` pass, trivial callback | {base * 1e3:.3f} | 1.0 | |",
+        f"| warm `evaluate` (template parsed) | {warm * 1e3:.3f} | {warm_ratio:.1f} | "
+        f"<= {WARM_TARGET:.0f}x: {'PASS' if warm_ratio <= WARM_TARGET else 'FAIL'} |",
+        f"| cold `evaluate` (parse, hash, picks) | {cold * 1e3:.3f} | {cold_ratio:.1f} | "
+        f"<= {COLD_TARGET:.0f}x: {'PASS' if cold_ratio <= COLD_TARGET else 'FAIL'} |",
+        "",
+        f"Machine: {platform.machine()}, Python {platform.python_version()}, "
+        f"{platform.system()}.",
+        "",
+        "What keeps it fast: one compiled regex finds every `{{`, `}}`, `::` and `|` in a single "
+        "scan and a second anchored pattern reads each macro head; the parser keeps a stack "
+        "instead of backtracking and pairs scoped blocks by name in linear time; nodes are "
+        "slotted objects and text is kept as plain `str` items; parsed templates are cached "
+        "by text and registry generation; plain-text arguments cost nothing to evaluate; "
+        "`{{pick}}`'s seeded generator and time formatting are memoised (both are pure); the "
+        "content hash `{{pick}}` needs is computed once per template, on first use.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; ``--write`` records the result page."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=41)
+    parser.add_argument("--write", action="store_true", help="record bench/results/macros.md")
+    args = parser.parse_args(argv)
+    samples = measure(args.rounds)
+    page = report(samples, args.rounds)
+    print(page)
+    if args.write:
+        RESULTS.write_text(page, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
