@@ -18,6 +18,7 @@ from typing import Any
 from engine.memory.agent_context import AgentContext
 from engine.memory.plan import Diagnostic
 from engine.memory.records import MemoryKind, MemoryRecord, MemoryScope, normalize_key
+from engine.memory.sanitize import neutralize
 
 MAX_AGENT_OUTPUT_CHARS = 20_000
 MAX_TURN_SUMMARY_CHARS = 1000
@@ -245,6 +246,13 @@ def _by_alias(
             f"{alias!r} is not a listed {kind.value} id; ops may only use listed ids",
         )
         return None
+    if record.scope not in check.allowed:
+        check.reject(
+            "scope_not_allowed",
+            f"{where}.id",
+            f"{alias} is a {record.scope.value} memory, which this agent may not change",
+        )
+        return None
     if record.id in touched:
         check.reject(
             "duplicate_target", f"{where}.id", f"{alias} is already changed by this output"
@@ -294,8 +302,8 @@ def validate_agent_ops(
         ok_conf, confidence = check.score(item, "confidence", where)
         if key is None or value is None or not (ok_scope and ok_imp and ok_conf):
             continue
-        if "\n" in key:
-            check.reject("bad_key", f"{where}.key", "a key is one line")
+        if "\n" in key or neutralize(key).flagged:
+            check.reject("bad_key", f"{where}.key", "a key is one plain line of text")
             continue
         norm = normalize_key(key)
         if norm in adds:

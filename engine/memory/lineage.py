@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from engine.memory.errors import MemoryPolicyError
 from engine.memory.records import (
     Lifecycle,
     MemoryRecord,
@@ -55,6 +56,13 @@ class Viewpoint:
     def __post_init__(self) -> None:
         if not self.lineage:
             object.__setattr__(self, "lineage", (LineageSegment(branch_id=self.branch_id),))
+        elif (
+            self.lineage[0].branch_id != self.branch_id or self.lineage[0].until_floor is not None
+        ):
+            raise MemoryPolicyError(
+                f"viewpoint lineage must start with the current branch {self.branch_id!r} "
+                f"(no floor limit), got {self.lineage[0]}"
+            )
 
     def sees_point(self, branch_id: str | None, floor_no: int | None) -> bool:
         """Whether a point on the timeline (branch, floor) lies on this viewer's lineage."""
