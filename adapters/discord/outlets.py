@@ -58,7 +58,7 @@ async def with_retries(
             if exc.status != 429 and exc.status < 500:
                 raise
             # discord.py already waited retry_after on its own tries; wait once more here.
-            delay = min(MAX_BACKOFF_S, backoff_s * 2**attempt)
+            delay = _retry_after(exc) or min(MAX_BACKOFF_S, backoff_s * 2**attempt)
             last = exc
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             delay = min(MAX_BACKOFF_S, backoff_s * 2**attempt)
@@ -66,6 +66,17 @@ async def with_retries(
         _log.warning("%s failed (%s); retry %d in %.2fs", what, last, attempt + 1, delay)
         await asyncio.sleep(delay)
     raise DeliveryError(f"{what}: not delivered after {attempts} attempts ({last})") from last
+
+
+def _retry_after(exc: discord.HTTPException) -> float | None:
+    """The platform's ``Retry-After`` (seconds) on a 429, when it sent one."""
+    if exc.status != 429:
+        return None
+    headers = getattr(exc.response, "headers", None) or {}
+    try:
+        return min(MAX_BACKOFF_S, float(headers.get("Retry-After", "")))
+    except ValueError:
+        return None
 
 
 class Outlet:

@@ -222,7 +222,11 @@ class FakeDiscord(WorldApi):
                     "global": False,
                 }
                 # Without a Via header discord.py takes a 429 for a Cloudflare ban.
-                headers = {"Via": "1.1 google", "X-RateLimit-Scope": "user"}
+                headers = {
+                    "Via": "1.1 google",
+                    "X-RateLimit-Scope": "user",
+                    "Retry-After": f"{fault.retry_after:g}",
+                }
                 return 429, body, headers
             return fault.status, {"code": fault.code, "message": "scripted failure"}, {}
         found = self.rest.match(req.method, req.path)
