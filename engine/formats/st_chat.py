@@ -1,14 +1,69 @@
 """SillyTavern chat files (JSONL): import into a neutral :class:`ChatLog` and export back.
 
 The first line is the header (ST 1.15 ``{"chat_metadata", "user_name", "character_name"}``,
-older ``{"user_name", "character_name", "create_date", ...}``), every other line one message.
+ST <= 1.13 ``{"user_name", "character_name", "create_date", "chat_metadata"}``, TavernAI-era
+``{"user_name", "character_name", "create_date": <ms>}``); group chats before 1.15 have no header
+at all, so a first line that looks like a message (it has ``mes``) is read as a message. Every
+other line is one message; swipes become pages.
+
+Timestamps are read in SillyTavern's order: epoch milliseconds (number or digits), ISO 8601,
+``"January 2, 2025 2:20pm"``, ``"2025-9-7@10h38m35s"`` and ``"2025-9-7 @10h 38m 35s 123ms"``.
+Dates without a zone (all but epoch and ISO-with-offset) are taken as UTC: ST wrote them in the
+user's local time, which the file does not record.
+
+What an import -> export round trip may change (everything else is kept, unknown keys included):
+
+* every line is re-serialised compactly like ``JSON.stringify`` (UTF-8, no ``\\u`` escapes for
+  non-ASCII, no spaces); a number's spelling may change (``1e3`` -> ``1000.0``), never its value;
+* empty lines and lines that are not JSON (or hold a number beyond double range) are dropped
+  (ST drops unparsable lines too; they are listed in ``ChatLog.dropped_lines``); the file ends
+  without a trailing newline, as ST writes it;
+* a file without a header (an old group chat) gains an ST 1.15 header;
+* a date is rewritten (as ISO 8601 with milliseconds, like ST 1.15) only if its value was changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
+
+from engine.errors import FormatError
+from engine.formats.json_input import decode_text, get_bool, get_str, type_name
+
+# A chat file bigger than this is refused (the longest real chats are tens of MB).
+MAX_CHAT_BYTES = 512 * 1024 * 1024
+
+_MONTHS = {
+    name: i + 1
+    for i, name in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ]
+    )  # fmt: skip
+}
+_MONTH_DAY_YEAR = re.compile(
+    r"([A-Za-z]+)\s(\d{1,2}),\s(\d{4})\s(\d{1,2}):(\d{1,2})(am|pm)", re.IGNORECASE
+)
+_HUMANIZED = re.compile(
+    r"(\d{4})-(\d{1,2})-(\d{1,2})\s?@\s?(\d{1,2})h\s?(\d{1,2})m\s?(\d{1,2})s(?:\s?(\d{1,3})ms)?"
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,6 +89,13 @@ class ChatEntry:
     extra: Mapping[str, object]
     raw: Mapping[str, object]
 
+    @property
+    def pages(self) -> tuple[ChatPage, ...]:
+        """The swipes, or the message text as the only page when there are none."""
+        if self.swipes:
+            return self.swipes
+        return (ChatPage(text=self.text, send_date=self.send_date),)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChatLog:
@@ -45,3 +107,291 @@ class ChatLog:
     chat_metadata: Mapping[str, object]
     header: Mapping[str, object] | None
     entries: tuple[ChatEntry, ...]
+    dropped_lines: tuple[int, ...] = ()  # 1-based numbers of non-JSON lines that were skipped
+
+
+def parse_timestamp(value: object) -> datetime | None:
+    """A SillyTavern timestamp as an aware UTC datetime, or None if it is not one."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return _from_epoch_ms(value)
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return _from_epoch_ms(int(text))
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        parsed = None
+    if parsed is not None and "-" in text[:8]:
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    found = _MONTH_DAY_YEAR.search(text)
+    if found is not None:
+        month = _MONTHS.get(found.group(1).lower())
+        hour = int(found.group(4)) % 12 + (12 if found.group(6).lower() == "pm" else 0)
+        if month is not None:
+            return _safe_datetime(
+                int(found.group(3)), month, int(found.group(2)), hour, int(found.group(5))
+            )
+    found = _HUMANIZED.search(text)
+    if found is not None:
+        y, mo, d, h, mi, s = (int(found.group(i)) for i in range(1, 7))
+        ms = int(found.group(7) or 0)
+        return _safe_datetime(y, mo, d, h, mi, s, ms * 1000)
+    return None
+
+
+def _from_epoch_ms(value: float) -> datetime | None:
+    try:
+        return _EPOCH + timedelta(milliseconds=value)
+    except (OverflowError, ValueError):
+        return None
+
+
+def _safe_datetime(
+    year: int, month: int, day: int, hour: int, minute: int, second: int = 0, micro: int = 0
+) -> datetime | None:
+    try:
+        return datetime(year, month, day, hour, minute, second, micro, tzinfo=UTC)
+    except (ValueError, OverflowError):
+        return None
+
+
+def format_timestamp(value: datetime) -> str:
+    """ISO 8601 in UTC with milliseconds and ``Z``, like JavaScript's ``toISOString``."""
+    utc = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def parse_chat(data: bytes | str, *, source: str) -> ChatLog:
+    """Read a SillyTavern chat file; malformed content raises FormatError (file, line, field)."""
+    if len(data) > MAX_CHAT_BYTES:
+        raise FormatError(
+            f"file is {len(data)} bytes, over MAX_CHAT_BYTES={MAX_CHAT_BYTES}", source=source
+        )
+    text = decode_text(data, source=source) if isinstance(data, bytes) else data
+    objects: list[tuple[int, dict[str, object]]] = []
+    dropped: list[int] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line, parse_constant=_reject, parse_float=_finite)
+        except (ValueError, RecursionError):
+            dropped.append(number)  # ST's tryParse drops such lines silently
+            continue
+        if not isinstance(value, dict):
+            raise FormatError(
+                f"expected a JSON object, got {type_name(value)}",
+                source=source,
+                field=f"line {number}",
+            )
+        objects.append((number, value))
+    if not objects:
+        raise FormatError("no chat header or message in the file", source=source)
+    header: dict[str, object] | None = None
+    if _is_header(objects[0][1]):
+        header = objects.pop(0)[1]
+    entries = tuple(_entry(obj, source=source, line=n) for n, obj in objects)
+    if header is None:
+        return ChatLog(
+            chat_metadata={}, header=None, entries=entries, dropped_lines=tuple(dropped)
+        )
+    metadata = header.get("chat_metadata")
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise FormatError(
+            f"expected an object, got {type_name(metadata)}",
+            source=source,
+            field="line 1: chat_metadata",
+        )
+    return ChatLog(
+        user_name=_opt_str(header, "user_name", source=source),
+        character_name=_opt_str(header, "character_name", source=source),
+        create_date=parse_timestamp(header.get("create_date")),
+        chat_metadata=metadata,
+        header=header,
+        entries=entries,
+        dropped_lines=tuple(dropped),
+    )
+
+
+def _reject(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # 1e999: JS would read Infinity, which JSON cannot write back
+        raise ValueError("number out of range")
+    return value
+
+
+def _is_header(obj: Mapping[str, object]) -> bool:
+    if "mes" in obj:
+        return False
+    return any(key in obj for key in ("chat_metadata", "user_name", "character_name"))
+
+
+def _opt_str(obj: Mapping[str, object], key: str, *, source: str) -> str | None:
+    if obj.get(key) is None:
+        return None
+    return get_str(obj, key, source=source, field=f"line 1: {key}")
+
+
+def _entry(obj: dict[str, object], *, source: str, line: int) -> ChatEntry:
+    def where(key: str) -> str:
+        return f"line {line}: {key}"
+
+    extra = obj.get("extra")
+    if extra is None:
+        extra = {}
+    if not isinstance(extra, dict):
+        raise FormatError(
+            f"expected an object, got {type_name(extra)}", source=source, field=where("extra")
+        )
+    swipes = _pages(obj, source=source, where=where)
+    swipe_id = obj.get("swipe_id", 0)
+    if swipe_id is None:
+        swipe_id = 0
+    if isinstance(swipe_id, bool) or not isinstance(swipe_id, int):
+        raise FormatError(
+            f"expected an integer, got {type_name(swipe_id)}",
+            source=source,
+            field=where("swipe_id"),
+        )
+    if swipes and not 0 <= swipe_id < len(swipes):
+        raise FormatError(
+            f"swipe_id {swipe_id} is outside the {len(swipes)} swipes",
+            source=source,
+            field=where("swipe_id"),
+        )
+    return ChatEntry(
+        name=get_str(obj, "name", source=source, field=where("name")),
+        is_user=get_bool(obj, "is_user", source=source, field=where("is_user"), default=False),
+        is_system=get_bool(
+            obj, "is_system", source=source, field=where("is_system"), default=False
+        ),
+        text=get_str(obj, "mes", source=source, field=where("mes")),
+        send_date=parse_timestamp(obj.get("send_date")),
+        swipes=swipes,
+        swipe_id=swipe_id,
+        extra=extra,
+        raw=obj,
+    )
+
+
+def _pages(
+    obj: Mapping[str, object], *, source: str, where: Callable[[str], str]
+) -> tuple[ChatPage, ...]:
+    swipes = obj.get("swipes")
+    if swipes is None:
+        return ()
+    if not isinstance(swipes, list):
+        raise FormatError(
+            f"expected an array, got {type_name(swipes)}", source=source, field=where("swipes")
+        )
+    infos = obj.get("swipe_info")
+    if infos is None:
+        infos = []
+    if not isinstance(infos, list):
+        raise FormatError(
+            f"expected an array, got {type_name(infos)}", source=source, field=where("swipe_info")
+        )
+    pages: list[ChatPage] = []
+    for i, swipe in enumerate(swipes):
+        if swipe is None:
+            swipe = ""
+        if not isinstance(swipe, str):
+            raise FormatError(
+                f"expected a string, got {type_name(swipe)}",
+                source=source,
+                field=where(f"swipes[{i}]"),
+            )
+        info = infos[i] if i < len(infos) else None
+        if info is not None and not isinstance(info, dict):
+            raise FormatError(
+                f"expected an object, got {type_name(info)}",
+                source=source,
+                field=where(f"swipe_info[{i}]"),
+            )
+        date = parse_timestamp(info.get("send_date")) if info else None
+        pages.append(ChatPage(text=swipe, send_date=date, info=info))
+    return tuple(pages)
+
+
+def chat_to_jsonl(log: ChatLog) -> str:
+    """The chat as SillyTavern JSONL: compact lines joined by ``\\n``, no trailing newline.
+
+    Starts from each line's original object (``header``/``raw``) so unknown keys survive; the
+    engine-visible fields overwrite it. A log without a header gets an ST 1.15 header.
+    """
+    lines = [_dump(_header_to_json(log))]
+    lines.extend(_dump(_entry_to_json(entry)) for entry in log.entries)
+    return "\n".join(lines)
+
+
+def chat_to_jsonl_bytes(log: ChatLog) -> bytes:
+    """:func:`chat_to_jsonl` encoded as UTF-8."""
+    return chat_to_jsonl(log).encode("utf-8")
+
+
+def _dump(obj: Mapping[str, object]) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def _header_to_json(log: ChatLog) -> dict[str, object]:
+    if log.header is None:
+        return {
+            "chat_metadata": copy.deepcopy(dict(log.chat_metadata)),
+            "user_name": log.user_name if log.user_name is not None else "unused",
+            "character_name": log.character_name if log.character_name is not None else "unused",
+        }
+    out = copy.deepcopy(dict(log.header))
+    if log.user_name is not None:
+        out["user_name"] = log.user_name
+    if log.character_name is not None:
+        out["character_name"] = log.character_name
+    if "chat_metadata" in out or log.chat_metadata:
+        out["chat_metadata"] = copy.deepcopy(dict(log.chat_metadata))
+    _put_date(out, "create_date", log.create_date)
+    return out
+
+
+def _put_date(out: dict[str, object], key: str, value: datetime | None) -> None:
+    """Keep the stored spelling of a date unless its value changed."""
+    if parse_timestamp(out.get(key)) == value:
+        return
+    if value is None:
+        out.pop(key, None)
+    else:
+        out[key] = format_timestamp(value)
+
+
+def _entry_to_json(entry: ChatEntry) -> dict[str, object]:
+    out = copy.deepcopy(dict(entry.raw))
+    out["name"] = entry.name
+    out["is_user"] = entry.is_user
+    if "is_system" in out or entry.is_system:
+        out["is_system"] = entry.is_system
+    _put_date(out, "send_date", entry.send_date)
+    out["mes"] = entry.text
+    if entry.swipes:
+        out["swipes"] = [page.text for page in entry.swipes]
+        out["swipe_id"] = entry.swipe_id
+        if "swipe_info" in out or any(page.info is not None for page in entry.swipes):
+            infos: list[object] = []
+            for page in entry.swipes:
+                info = copy.deepcopy(dict(page.info)) if page.info is not None else {}
+                _put_date(info, "send_date", page.send_date)
+                infos.append(info)
+            out["swipe_info"] = infos
+    elif isinstance(out.get("swipes"), list) and out["swipes"]:
+        for key in ("swipes", "swipe_id", "swipe_info"):
+            out.pop(key, None)
+    if "extra" in out or entry.extra:
+        out["extra"] = copy.deepcopy(dict(entry.extra))
+    return out
