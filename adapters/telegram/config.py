@@ -8,7 +8,7 @@ constant here so that it can be read, tuned and tested in one place.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 MESSAGE_LIMIT_UTF16 = 4096
 """Telegram's limit for one message's visible text, in UTF-16 code units."""
@@ -70,3 +70,22 @@ class TelegramConfig:
     edit_interval_group_s: float = EDIT_INTERVAL_GROUP_S
     draft_interval_s: float = DRAFT_INTERVAL_S
     use_drafts: bool = True
+
+    @classmethod
+    def from_section(cls, section: Any, **overrides: Any) -> TelegramConfig:
+        """Build from a ``[telegram]`` settings object (token, api_base, mode, webhook_url,
+        allowed_users; a secret token is unwrapped), with keyword overrides."""
+        token = section.token
+        if token is not None and hasattr(token, "get_secret_value"):
+            token = token.get_secret_value()
+        if not token:
+            raise ValueError("[telegram] token is not set")
+        values: dict[str, Any] = {
+            "token": str(token),
+            "api_base": section.api_base,
+            "mode": section.mode,
+            "webhook_url": section.webhook_url,
+            "allowed_users": frozenset(int(u) for u in section.allowed_users),
+        }
+        values.update(overrides)
+        return cls(**values)

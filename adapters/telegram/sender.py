@@ -175,7 +175,8 @@ class ReplyWriter:
                     parse_mode="HTML",
                     message_thread_id=self.place.thread_id,
                 )
-            except TelegramBadRequest as exc:
+            except TelegramAPIError as exc:
+                # Older or self-hosted Bot API servers may not know drafts (404) or refuse them.
                 log.info(
                     "drafts refused in chat %s (%s); editing instead", self.place.chat_id, exc
                 )

@@ -177,3 +177,29 @@ async def test_group_edits_are_throttled_to_the_latest_text(harness: Harness) ->
     # One message, far fewer edits than streamed chunks, and the final text complete.
     assert reply.edits < len(words) // 2
     assert reply.text == "Seraphina\n" + " ".join(words)
+
+
+def test_config_from_the_settings_section() -> None:
+    from bot.config import TelegramSettings
+
+    section = TelegramSettings(
+        token="42:SECRET", api_base="http://127.0.0.1:9", allowed_users=[5, 6], mode="webhook"
+    )
+    built = limits.TelegramConfig.from_section(section, webhook_port=0)
+    assert built.token == "42:SECRET" and built.api_base == "http://127.0.0.1:9"
+    assert built.allowed_users == frozenset({5, 6}) and built.mode == "webhook"
+    assert built.webhook_port == 0
+    with pytest.raises(ValueError, match="token is not set"):
+        limits.TelegramConfig.from_section(TelegramSettings())
+
+
+async def test_drafts_refused_by_the_server_fall_back_to_edits(harness: Harness) -> None:
+    await harness.start()
+    srv = harness.server
+    alice = srv.new_user("Alice")
+    chat = srv.private_chat(alice)
+    srv.fail_next("sendMessageDraft", status=404, description="Not Found", times=1)
+    await srv.send_text(chat, alice, "no drafts here")
+    reply = await harness.wait_text(chat["id"], lambda t: t.endswith("no drafts here"))
+    await srv.wait_until(lambda: reply.reply_markup is not None)
+    assert len(harness.texts(chat["id"])) == 1
