@@ -442,17 +442,27 @@ class VariableRepository(Protocol):
 
 
 class UnitOfWork(Protocol):
-    """One transaction and the repositories that work inside it."""
+    """One transaction and the repositories that work inside it (read-only members, so an
+    implementation may hold more specific repository types)."""
 
-    realms: RealmRepository
-    sessions: SessionRepository
-    branches: BranchRepository
-    floors: FloorRepository
-    pages: PageRepository
-    messages: MessageRepository
-    links: LinkRepository
-    assets: AssetRepository
-    variables: VariableRepository
+    @property
+    def realms(self) -> RealmRepository: ...
+    @property
+    def sessions(self) -> SessionRepository: ...
+    @property
+    def branches(self) -> BranchRepository: ...
+    @property
+    def floors(self) -> FloorRepository: ...
+    @property
+    def pages(self) -> PageRepository: ...
+    @property
+    def messages(self) -> MessageRepository: ...
+    @property
+    def links(self) -> LinkRepository: ...
+    @property
+    def assets(self) -> AssetRepository: ...
+    @property
+    def variables(self) -> VariableRepository: ...
 
 
 class Storage(Protocol):

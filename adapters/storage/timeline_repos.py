@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy import Table, and_, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.storage import convert
@@ -44,14 +44,14 @@ from engine.timeline.values import (
     SessionSettings,
 )
 
-REALM = RealmRow.__table__
-SESSION = SessionRow.__table__
-BRANCH = BranchRow.__table__
-FLOOR = FloorRow.__table__
-PAGE = PageRow.__table__
-MESSAGE = MessageRow.__table__
-LINK = PlatformLinkRow.__table__
-ASSET = AssetRow.__table__
+REALM = cast(Table, RealmRow.__table__)
+SESSION = cast(Table, SessionRow.__table__)
+BRANCH = cast(Table, BranchRow.__table__)
+FLOOR = cast(Table, FloorRow.__table__)
+PAGE = cast(Table, PageRow.__table__)
+MESSAGE = cast(Table, MessageRow.__table__)
+LINK = cast(Table, PlatformLinkRow.__table__)
+ASSET = cast(Table, AssetRow.__table__)
 
 
 class _Repo:

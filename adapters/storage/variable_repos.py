@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, insert, or_, select
+from sqlalchemy import Table, delete, insert, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,9 +21,9 @@ from adapters.storage.models import (
 from engine.variables.fold import DELETED
 from engine.variables.values import LogEntry, Mutation, NewLogEntry, Scope
 
-LOG = VariableLogRow.__table__
-VALUE = VariableValueRow.__table__
-SNAPSHOT = VariableSnapshotRow.__table__
+LOG = cast(Table, VariableLogRow.__table__)
+VALUE = cast(Table, VariableValueRow.__table__)
+SNAPSHOT = cast(Table, VariableSnapshotRow.__table__)
 
 
 class SqlVariables:
@@ -113,7 +113,7 @@ class SqlVariables:
             .order_by(LOG.c.id)
         )
         for row in await self._db.execute(stmt):
-            result[row.page_id].append(convert.mutation(row))
+            result[row.page_id].append(convert.mutation(row))  # type: ignore[arg-type]
         return result
 
     async def explicit(
