@@ -6,8 +6,14 @@ from datetime import timedelta
 
 import pytest
 
-from engine.memory.agent_context import AGENT_MAX_OPEN_LOOPS, build_agent_context
-from engine.memory.compaction import MAX_COMPACTION_SOURCES, plan_compaction
+from engine.memory.agent_context import (
+    AGENT_CONTEXT_TOKENS,
+    AGENT_MAX_OPEN_LOOPS,
+    AGENT_MAX_SUMMARIES,
+    build_agent_context,
+    build_agent_messages,
+)
+from engine.memory.compaction import MAX_COMPACTION_SOURCES, CompactionPolicy, plan_compaction
 from engine.memory.decay import (
     DECAY_MIN_FACTOR,
     FACT_FLOOR_HALF_LIFE,
@@ -108,3 +114,48 @@ def test_search_finds_visible_matches_only() -> None:
     assert len(hits) == SEARCH_LIMIT
     assert [h.record.id for h in search_memories(records, [], view=view(2), query="离开")] == ["d"]
     assert search_memories(records, [], view=view(2), query="zebra") == []
+
+
+def test_agent_listing_respects_summary_cap_and_token_budget() -> None:
+    summaries = [
+        record(f"s{i}", f"event {i}", kind=MemoryKind.SUMMARY, scope=MemoryScope.BRANCH, floor=i)
+        for i in range(1, 41)
+    ]
+    roomy = build_agent_context(
+        summaries, [], view=view(41), now=T0, focus="k", count=count_tokens, budget=10**6
+    )
+    assert len(roomy.summaries) == AGENT_MAX_SUMMARIES
+    assert [r.id for _, r in roomy.summaries][-1] == "s40"  # the newest are kept
+    facts = [record(f"f{i}", "a long value " * 10, key=f"k{i}") for i in range(200)]
+    context = build_agent_context(
+        [*summaries, *facts], [], view=view(41), now=T0, focus="k", count=count_tokens
+    )
+    assert 0 < len(context.summaries) < AGENT_MAX_SUMMARIES
+    assert 0 < len(context.facts) < len(facts)
+    messages = build_agent_messages(context, transcript=(), allowed_scopes=[MemoryScope.CHAT])
+    listing = messages[1].content
+    assert count_tokens(listing) <= AGENT_CONTEXT_TOKENS + 20  # plus the section labels
+
+
+def test_folding_stops_at_the_top_tier_and_needs_enough_sources() -> None:
+    policy = CompactionPolicy(max_tier=3)
+    tops = [
+        record(
+            f"t{i}",
+            "x",
+            kind=MemoryKind.SUMMARY,
+            tier=3,
+            scope=MemoryScope.BRANCH,
+            coverage_start=i * 10 + 1,
+            coverage_end=i * 10 + 10,
+            floor=i * 10 + 10,
+        )
+        for i in range(10)
+    ]
+    assert plan_compaction(tops, head_floor=100, policy=policy) is None
+    few = [
+        record(f"m{i}", "x", kind=MemoryKind.SUMMARY, scope=MemoryScope.BRANCH, floor=i)
+        for i in range(1, 7)
+    ]
+    # The floor gap has passed, but keeping the newest 4 leaves 2 sources: below the minimum.
+    assert plan_compaction(few, head_floor=40) is None
