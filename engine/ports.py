@@ -252,6 +252,10 @@ class BranchRepository(Protocol):
         """Create a branch."""
         ...
 
+    async def rename(self, branch_id: int, name: str) -> None:
+        """Give the branch a new name (unique in its session)."""
+        ...
+
     async def lock(self, branch_id: int) -> None:
         """Hold the branch's row until the unit of work ends, so changes to one branch's
         timeline and variables are serialised (a no-op where the database serialises writers)."""

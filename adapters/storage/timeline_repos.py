@@ -150,6 +150,9 @@ class SqlBranches(_Repo):
         )
         return convert.branch((await self._db.execute(stmt)).one())
 
+    async def rename(self, branch_id: int, name: str) -> None:
+        await self._db.execute(update(BRANCH).where(BRANCH.c.id == branch_id).values(name=name))
+
     async def lock(self, branch_id: int) -> None:
         # SQLite's BEGIN IMMEDIATE already holds the database's one write lock.
         if self._db.get_bind().dialect.name == "sqlite":

@@ -229,6 +229,25 @@ class TimelineService:
         self._emit("branch.created", branch=created.name, parent=source.name, after_floor=at)
         return created
 
+    async def reset(self, session_id: int) -> Branch:
+        """Start the session over: its ``main`` branch is kept, renamed ``main@<id>`` (every
+        floor and variable stays recoverable), and a fresh, empty ``main`` replaces it."""
+        async with self._storage.unit_of_work() as uow:
+            old = await uow.branches.find(session_id, MAIN_BRANCH)
+            if old is None:
+                raise TimelineNotFoundError(f"session {session_id} has no main branch")
+            await uow.branches.lock(old.id)
+            await uow.branches.rename(old.id, f"{MAIN_BRANCH}@{old.id}")
+            fresh = await uow.branches.add(
+                session_id=session_id,
+                name=MAIN_BRANCH,
+                parent_id=None,
+                fork_floor=None,
+                fork_page=None,
+            )
+        self._emit("branch.created", branch=fresh.name, parent=None, after_floor=None)
+        return fresh
+
     # ------------------------------------------------------------------ floors
 
     async def open_floor(self, branch_id: int, inputs: Sequence[NewMessage] = ()) -> Floor:
