@@ -130,7 +130,7 @@ class ChatModel(Protocol):
     """An OpenAI-compatible chat model (or the offline provider).
 
     ``stream`` yields text chunks and returns nothing; the final :class:`ChatResult` (with any
-    tool calls and usage) is available from ``stream_result`` after the iterator is exhausted.
+    tool calls and usage) is ``ChatStream.result`` once the iterator is exhausted.
     Failures raise :class:`engine.errors.GenerationError`.
     """
 
