@@ -13,7 +13,7 @@ import copy
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from engine.errors import FormatError
@@ -59,9 +59,9 @@ class CharacterCard:
     depth_prompt: DepthPrompt | None = None
     talkativeness: float = 0.5
     character_book: Mapping[str, object] | None = None
-    extensions: Mapping[str, object]
+    extensions: Mapping[str, object] = field(default_factory=dict)
     spec: CardSpec = "chara_card_v2"
-    raw: Mapping[str, object]
+    raw: Mapping[str, object] = field(default_factory=dict)
     avatar: bytes | None = None
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 from engine.errors import FormatError
@@ -61,7 +61,7 @@ class RegexScript:
     substitute_regex: int = 0
     min_depth: int | None = None
     max_depth: int | None = None
-    raw: Mapping[str, object]
+    raw: Mapping[str, object] = field(default_factory=dict)
 
 
 # An imported file with more scripts than this is refused (real collections hold dozens).

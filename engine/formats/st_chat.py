@@ -29,7 +29,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from engine.errors import FormatError
@@ -86,8 +86,8 @@ class ChatEntry:
     send_date: datetime | None = None
     swipes: tuple[ChatPage, ...] = ()
     swipe_id: int = 0
-    extra: Mapping[str, object]
-    raw: Mapping[str, object]
+    extra: Mapping[str, object] = field(default_factory=dict)
+    raw: Mapping[str, object] = field(default_factory=dict)  # the imported line, if any
 
     @property
     def pages(self) -> tuple[ChatPage, ...]:
@@ -104,9 +104,9 @@ class ChatLog:
     user_name: str | None = None
     character_name: str | None = None
     create_date: datetime | None = None
-    chat_metadata: Mapping[str, object]
-    header: Mapping[str, object] | None
-    entries: tuple[ChatEntry, ...]
+    chat_metadata: Mapping[str, object] = field(default_factory=dict)
+    header: Mapping[str, object] | None = None  # the imported header line, if any
+    entries: tuple[ChatEntry, ...] = ()
     dropped_lines: tuple[int, ...] = ()  # 1-based numbers of non-JSON lines that were skipped
 
 
@@ -375,14 +375,15 @@ def _entry_to_json(entry: ChatEntry) -> dict[str, object]:
     out = copy.deepcopy(dict(entry.raw))
     out["name"] = entry.name
     out["is_user"] = entry.is_user
-    if "is_system" in out or entry.is_system:
+    if "is_system" in out or entry.is_system or not entry.raw:
         out["is_system"] = entry.is_system
     _put_date(out, "send_date", entry.send_date)
     out["mes"] = entry.text
     if entry.swipes:
         out["swipes"] = [page.text for page in entry.swipes]
         out["swipe_id"] = entry.swipe_id
-        if "swipe_info" in out or any(page.info is not None for page in entry.swipes):
+        dated = any(p.info is not None or p.send_date is not None for p in entry.swipes)
+        if "swipe_info" in out or not entry.raw or dated:
             infos: list[object] = []
             for page in entry.swipes:
                 info = copy.deepcopy(dict(page.info)) if page.info is not None else {}

@@ -241,3 +241,17 @@ def test_replace_keeps_card_immutable() -> None:
     card = parse_card(json.dumps({"name": "A"}).encode(), source="a.json")
     edited = replace(card, description="new")
     assert parse_card(card_to_json_bytes(edited), source="e").description == "new"
+
+
+def test_engine_made_card_exports_to_png_and_back() -> None:
+    card = CharacterCard(
+        name="Nova",
+        description="A pilot.",
+        alternate_greetings=("Hey.",),
+        depth_prompt=DepthPrompt(text="Stay in character.", depth=2, role="system"),
+        talkativeness=0.8,
+    )
+    again = parse_card(card_to_png(card), source="nova.png")
+    assert _same_except(card, again, "raw", "avatar", "spec", "extensions") == []
+    assert again.extensions["talkativeness"] == 0.8
+    assert again.avatar is not None and again.avatar.startswith(b"\x89PNG")

@@ -243,3 +243,37 @@ def test_fuzz_unicode(text: str) -> None:
 @given(st.lists(line_like, min_size=1, max_size=4))
 def test_fuzz_chat_shaped(lines: list[object]) -> None:
     _try("\n".join(json.dumps(line) for line in lines).encode())
+
+
+def test_engine_made_chat_exports_as_st15() -> None:
+    from engine.formats.st_chat import ChatEntry, ChatLog
+
+    when = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    log = ChatLog(
+        chat_metadata={"note_prompt": "n"},
+        entries=(
+            ChatEntry(name="Bob", is_user=True, text="hi", send_date=when),
+            ChatEntry(
+                name="Ann",
+                is_user=False,
+                text="b",
+                swipes=(ChatPage(text="a"), ChatPage(text="b", send_date=when)),
+                swipe_id=1,
+                extra={"model": "m"},
+            ),
+        ),
+    )
+    header, bob, ann = objects(chat_to_jsonl(log))
+    assert header == {"chat_metadata": {"note_prompt": "n"}, "user_name": "unused",
+                      "character_name": "unused"}  # fmt: skip
+    assert bob == {"name": "Bob", "is_user": True, "is_system": False,
+                   "send_date": "2026-03-01T12:00:00.000Z", "mes": "hi"}  # fmt: skip
+    assert ann == {"name": "Ann", "is_user": False, "is_system": False, "mes": "b",
+                   "swipes": ["a", "b"], "swipe_id": 1,
+                   "swipe_info": [{}, {"send_date": "2026-03-01T12:00:00.000Z"}],
+                   "extra": {"model": "m"}}  # fmt: skip
+    again = parse_chat(chat_to_jsonl(log), source="again")
+    assert [(e.name, e.text, e.swipe_id) for e in again.entries] == [
+        ("Bob", "hi", 0),
+        ("Ann", "b", 1),
+    ]
