@@ -302,7 +302,7 @@ def build(frontend: Frontend) -> Router:
         frontend.state.forget(where.key)
         if where.private:
             await frontend.state.switch_branch(where.key, MAIN_BRANCH)
-        await reply(message, bot, "The story starts over (the old one stays in the export).")
+        await reply(message, bot, "The story starts over (the old floors are kept, hidden).")
 
     @command("export")
     async def export(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
