@@ -3,6 +3,9 @@ test (created, used through ``search_path``, and dropped afterwards)."""
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -11,12 +14,24 @@ from typing import Any
 
 from sqlalchemy import text
 
-from adapters.storage import SqlStorage, create_engine, upgrade_engine
+from adapters.storage import SqlStorage, create_engine, upgrade, upgrade_engine
 from engine.timeline.history import HistoryService
 from engine.timeline.service import OpenedSession, TimelineService
 from engine.timeline.values import NewMessage, PageContext
 from engine.variables.service import VariableService
 from engine.variables.values import Mutation, Scope
+
+_TEMPLATE: list[Path] = []
+
+
+def _sqlite_template() -> Path:
+    """A SQLite file migrated to head once per test run (removed when the run ends)."""
+    if not _TEMPLATE:
+        folder = Path(tempfile.mkdtemp(prefix="tavernbot-template-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        upgrade(sqlite_url(folder))  # runs on a helper thread when a loop is running
+        _TEMPLATE.append(folder / "tavernbot.db")
+    return _TEMPLATE[0]
 
 
 def sqlite_url(tmp_path: Path) -> str:
@@ -45,11 +60,11 @@ async def open_test_storage(
 ) -> AsyncIterator[SqlStorage]:
     """A migrated storage on SQLite (``kind`` "sqlite") or PostgreSQL ("postgres")."""
     if kind == "sqlite":
+        if migrate:  # copying a migrated file is much faster than migrating each time
+            shutil.copyfile(_sqlite_template(), tmp_path / "tavernbot.db")
         engine = create_engine(sqlite_url(tmp_path))
         storage = SqlStorage(engine)
         try:
-            if migrate:
-                await upgrade_engine(engine)
             yield storage
         finally:
             await storage.close()
