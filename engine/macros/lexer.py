@@ -23,10 +23,14 @@ TOKEN_CLOSE = 2
 TOKEN_SEP = 3
 TOKEN_PIPE = 4
 
-#: Every structural token: a run of ``{`` (two or more), ``}}``, ``::`` and ``|``.
-TOKENS = re.compile(r"(\{\{+)|(\}\})|(::)|(\|)")
+#: Every structural token: a run of ``{`` (two or more), ``}}``, ``::`` and ``|``. There are
+#: no groups (the first character tells the kind): a pattern of plain alternatives lets the
+#: regex engine skip ahead to candidate characters instead of trying every position.
+TOKENS = re.compile(r"\{\{+|\}\}|::|\|")
 #: The same, plus (first) a whole macro with no brace inside, which the parser takes in one go.
-FAST_TOKENS = re.compile(r"(\{\{(?!\{)[^{}]*\}\})|(\{\{+)|(\}\})|(::)|(\|)")
+FAST_TOKENS = re.compile(r"\{\{(?!\{)[^{}]*\}\}|\{\{+|\}\}|::|\|")
+#: Token kind by first character.
+KIND_BY_CHAR = {"{": TOKEN_OPEN, "}": TOKEN_CLOSE, ":": TOKEN_SEP, "|": TOKEN_PIPE}
 
 #: The common macro head in one match: flags, name, dropped characters, spaces, separator.
 MACRO_HEAD = re.compile(
@@ -50,4 +54,4 @@ VARIABLE_OPERATOR = re.compile(r"\+\+|--|\?\?=|\?\?|\|\|=|\|\||-=|==|!=|>=|>|<=|
 
 def tokenize(src: str) -> list[tuple[int, int, int]]:
     """All structural tokens of ``src`` as ``(kind, start, end)``, in order."""
-    return [(m.lastindex or 0, m.start(), m.end()) for m in TOKENS.finditer(src)]
+    return [(KIND_BY_CHAR[m.group()[0]], m.start(), m.end()) for m in TOKENS.finditer(src)]

@@ -25,6 +25,7 @@ from engine.macros.nodes import Arg, Item, Macro, ParseNote, RawMacro, Scoped, V
 #: ``can_accept(lower_name, inline_arg_count)``: may this opener take scoped content?
 AcceptRule = Callable[[str, int], bool]
 
+_NO_CHILDREN: list[Item] = []
 _MODE_DOUBLE = 0
 _MODE_SINGLE = 1
 _MODE_SPACE = 2
@@ -103,16 +104,16 @@ class Parser:
         self._skip = 0
         if not self.fast:  # one token at a time (the reference path the fast one must match)
             self._general(0, len(src))
+        kinds = lexer.KIND_BY_CHAR
         for token in lexer.FAST_TOKENS.finditer(src) if self.fast else ():
             start, end = token.span()
-            kind = token.lastindex or 0
-            if kind == 1:  # a complete macro with no braces inside: the common case
+            if src[end - 1] == "}" and src[start] == "{":  # a whole brace-free macro
                 if start < self._skip:
                     self._general(self._skip, end)
                 else:
                     self._simple(start, end)
             elif start >= self._skip:
-                self._token(kind - 1, start, end)
+                self._token(kinds[src[start]], start, end)
         stack = self._stack
         top = self._top
         while stack:  # unterminated: the macro is text again, nested complete macros stay
@@ -122,16 +123,23 @@ class Parser:
 
     def _general(self, a: int, b: int) -> None:
         """Process the structural tokens of ``src[a:b]`` one by one."""
-        for token in lexer.TOKENS.finditer(self.src, a, b):
+        src = self.src
+        kinds = lexer.KIND_BY_CHAR
+        for token in lexer.TOKENS.finditer(src, a, b):
             start, end = token.span()
             if start >= self._skip:
-                self._token(token.lastindex or 0, start, end)
+                self._token(kinds[src[start]], start, end)
 
     def _simple(self, start: int, end: int) -> None:
         """A ``{{...}}`` span without braces inside: head, separators and close at once."""
         stack = self._stack
         if len(stack) >= PARSE_NESTING_LIMIT:
             self._general(start, end)
+            return
+        src = self.src
+        head = lexer.MACRO_HEAD.match(src, start)
+        if head is not None and head.group(2) is not None:
+            self._simple_macro(head, start, end)
             return
         depth = len(stack)
         skip = self._open(start, stack, self._top)
@@ -143,7 +151,6 @@ class Parser:
             return  # a shorthand finished by its head
         frame = stack[-1]
         close = end - 2
-        src = self.src
         if frame.mode == _MODE_DOUBLE:
             found = src.find("::", skip, close)
             while found >= 0:
@@ -155,6 +162,50 @@ class Parser:
         node_items = self._close(frame, close)
         (stack[-1].children if stack else self._top).extend(node_items)
         self._skip = end
+
+    def _simple_macro(self, head: re.Match[str], start: int, end: int) -> None:
+        """A named macro with no braces inside, built straight from its head match."""
+        src = self.src
+        flags, name, _, _, sep = head.groups()
+        if flags:
+            flags = "".join(ch for ch in flags if ch in "!?~#/>")
+        close = end - 2
+        self._skip = end
+        body = head.end() if sep is not None else head.end(3)
+        if src.find("|", body, close) >= 0:
+            return  # reserved filter syntax: the macro stays text
+        args: tuple[Arg, ...]
+        if sep == "::":
+            parts: list[Arg] = []
+            a = body
+            found = src.find("::", a, close)
+            while found >= 0:
+                parts.append(self._arg(a, found, _NO_CHILDREN))
+                a = found + 2
+                found = src.find("::", a, close)
+            parts.append(self._arg(a, close, _NO_CHILDREN))
+            args = tuple(parts)
+        else:
+            arg = self._arg(body, close, _NO_CHILDREN)
+            if arg.start < arg.end:
+                args = (arg,)
+            elif sep is not None:
+                self.notes.append(ParseNote(MACRO_PARSE_FAILED, start, "nothing after ':'", name))
+                return
+            else:
+                args = ()
+        dropped = head.end(3) > head.end(2)
+        if dropped:
+            self.notes.append(
+                ParseNote(
+                    MACRO_PARSE_FAILED,
+                    start,
+                    f"characters after the macro name '{name}' were ignored",
+                    name,
+                )
+            )
+        node = Macro(src, start, end, name, flags, args, dropped)
+        (self._stack[-1].children if self._stack else self._top).append(node)
 
     def _token(self, kind: int, start: int, end: int) -> None:
         """One structural token (``kind`` as in :data:`lexer.TOKENS`)."""
@@ -325,45 +376,44 @@ class Parser:
         if depth >= PAIRING_NESTING_LIMIT:
             self.notes.append(ParseNote(MACRO_PARSE_FAILED, 0, "blocks nested too deeply"))
             return [self._stray(it) if _is_closer(it) else it for it in items]
-        out: list[Item] = []
-        raw_closers: set[int] = set()
-        used: set[int] = set()
-        # Indices of the macros of each name that has a closing tag at this level: pairing
-        # only ever looks at those (so a long document of un-scoped macros stays linear).
+        # Only macros whose name has a closing tag at this level take part in pairing; the
+        # items between them are copied in slices (a long document stays linear).
         closer_names = {it.lname for it in items if it.__class__ is Macro and it.closing}
         positions: dict[str, list[int]] = {name: [] for name in closer_names}
+        relevant: list[int] = []
         for index, it in enumerate(items):
             if it.__class__ is Macro and it.lname in positions:
                 positions[it.lname].append(index)
-        n = len(items)
-        i = 0
-        while i < n:
-            item = items[i]
-            if item.__class__ is not Macro:
-                out.append(item)
-                i += 1
-                continue
-            macro: Macro = item
+                relevant.append(index)
+        out: list[Item] = []
+        raw_closers: set[int] = set()
+        used: set[int] = set()
+        last = 0
+        for k in relevant:
+            if k < last:
+                continue  # inside a pair already made
+            macro: Macro = items[k]  # type: ignore[assignment]
             if macro.closing:
-                if i in raw_closers:
+                if k in used:
+                    continue
+                out.extend(items[last:k])
+                if k in raw_closers:
                     out.append(RawMacro(macro.raw, macro.start, macro.lname, None))
-                elif i not in used:
+                else:
                     out.append(self._stray(macro))
-                i += 1
+                last = k + 1
                 continue
-            same = positions.get(macro.lname)
-            j = -1 if same is None else self._find_closer(items, i, same, used)
+            j = self._find_closer(items, k, positions[macro.lname], used)
             if j < 0:
-                out.append(macro)
-                i += 1
-                continue
-            closer: Macro = items[j]  # type: ignore[assignment]
+                continue  # an unmatched opener is evaluated inline
+            out.extend(items[last:k])
             if not self.can_accept(macro.lname, len(macro.args)):
                 out.append(RawMacro(macro.raw, macro.start, macro.lname, MACRO_ARG_ARITY_INVALID))
                 raw_closers.add(j)
-                i += 1
+                last = k + 1
                 continue
-            inner = items[i + 1 : j]
+            closer: Macro = items[j]  # type: ignore[assignment]
+            inner = items[k + 1 : j]
             content = Arg(
                 self.src[macro.end : closer.start],
                 macro.end,
@@ -373,7 +423,8 @@ class Parser:
             )
             out.append(Scoped(self.src, macro, content, closer.start, closer.end))
             used.add(j)
-            i = j + 1
+            last = j + 1
+        out.extend(items[last:])
         return out
 
     def _find_closer(self, items: list[Item], i: int, same: list[int], used: set[int]) -> int:
