@@ -354,3 +354,16 @@ def test_importance_mode_prefers_value_per_token_and_pins_urgent_loops() -> None
     assert result.record_ids[0] == "urgent"  # pinned: importance >= the pin threshold
     assert "bulky" not in result.record_ids
     assert len([i for i in result.record_ids if i.startswith("s")]) >= 8
+
+
+def test_only_a_few_open_loops_are_pinned() -> None:
+    from engine.memory.injection import MAX_PINNED_OPEN_LOOPS
+
+    loops = [
+        record(f"l{i:02}", f"thread {i}", kind=MemoryKind.OPEN_LOOP, importance=0.7)
+        for i in range(MAX_PINNED_OPEN_LOOPS + 4)
+    ]
+    minor = record("minor-loop", "a small thread", kind=MemoryKind.OPEN_LOOP, importance=0.5)
+    ranked = rank_memories([*loops, minor], [], view=view(2), now=T0, message="")
+    assert sum(s.pinned for s in ranked) == MAX_PINNED_OPEN_LOOPS
+    assert not next(s for s in ranked if s.record.id == "minor-loop").pinned

@@ -33,7 +33,7 @@ SUPERSEDING = (RelationKind.UPDATES, RelationKind.COMPACTS, RelationKind.RESOLVE
 DATA = ROOT / "tests" / "data" / "memory" / "roleplay_300.json"
 BUDGET = 500
 FLOOR_TIME = timedelta(minutes=20)
-POLICY = InjectionPolicy(mode=InjectionMode.IMPORTANCE, max_tokens=BUDGET)
+POLICY = InjectionPolicy(mode=InjectionMode.IMPORTANCE, max_tokens=BUDGET, max_items=32)
 
 
 def fake_agent(script: dict[str, Any], context: AgentContext) -> str:
@@ -233,6 +233,36 @@ def test_exactly_one_active_fact_per_key_matching_gold(played: Replay) -> None:
     events = gold["events"]
     assert len(updates) >= events["updates"] + events["contradictions"]
     assert any(r.kind is RelationKind.CONTRADICTS for r in played.repo.relations)
+
+
+def test_open_loops_are_injected_while_open_and_never_after(played: Replay) -> None:
+    resolved_at = {
+        r.target_id: r.floor_no for r in played.repo.relations if r.kind is RelationKind.RESOLVES
+    }
+    loops = [r for r in played.repo.records.values() if r.kind is MemoryKind.OPEN_LOOP]
+    assert len(loops) == 15 and len(resolved_at) == 10
+    open_floors = shown = 0
+    for loop in loops:
+        end = resolved_at.get(loop.id, 301)
+        for n in range(loop.created_floor + 1, 301):
+            injected = loop.id in played.injections[n].record_ids
+            if n <= end:
+                open_floors += 1
+                shown += injected
+            else:
+                assert not injected, (loop.id, n)
+    assert shown / open_floors >= 0.95
+
+
+def test_compacted_summaries_are_shorter_than_their_sources(played: Replay) -> None:
+    for summary in played.repo.records.values():
+        sources = [
+            played.repo.records[r.target_id]
+            for r in played.repo.relations
+            if r.source_id == summary.id and r.kind is RelationKind.COMPACTS
+        ]
+        if sources and summary.tier == 2:
+            assert summary.token_estimate <= 0.35 * sum(s.token_estimate for s in sources)
 
 
 def test_token_cost_at_floor_300_is_bounded_by_floor_50(played: Replay) -> None:
