@@ -15,6 +15,7 @@ from engine.memory.bm25 import (
     weighted_query,
 )
 from engine.memory.injection import (
+    MAX_PINNED_OPEN_LOOPS,
     MEMORY_BUDGET_TOKENS,
     PREAMBLE,
     RELEVANCE_WEIGHT,
@@ -357,8 +358,6 @@ def test_importance_mode_prefers_value_per_token_and_pins_urgent_loops() -> None
 
 
 def test_only_a_few_open_loops_are_pinned() -> None:
-    from engine.memory.injection import MAX_PINNED_OPEN_LOOPS
-
     loops = [
         record(f"l{i:02}", f"thread {i}", kind=MemoryKind.OPEN_LOOP, importance=0.7)
         for i in range(MAX_PINNED_OPEN_LOOPS + 4)
