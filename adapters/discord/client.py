@@ -74,7 +74,12 @@ class TavernClient(discord.Client):
         await self.runner.events.on_thread_create(thread)
 
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
-        await self.runner.reactions.on_raw_reaction_add(payload)
+        # A regeneration takes as long as the model: run it as an owned task, so that close()
+        # waits for it or cancels it instead of leaving it to discord.py's event task.
+        if not self.runner.tasks.closed:
+            self.runner.tasks.spawn(
+                self.runner.reactions.on_raw_reaction_add(payload), name="reaction"
+            )
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
         error = sys.exc_info()[1]

@@ -46,3 +46,17 @@ async def test_zlib_stream_transport_carries_a_conversation(service: PacedServic
             await runner.close()
         await fake.stop()
     assert runner.errors == []
+
+
+async def test_fake_refuses_commands_that_were_never_synced(
+    fake: FakeDiscord, world: World, start_bot: Starter
+) -> None:
+    import pytest
+
+    from tests.fakes.discord import CommandNotSynced
+
+    await start_bot()
+    with pytest.raises(CommandNotSynced, match="never synced"):
+        await fake.slash(world.rp, world.alice, "teleport")
+    with pytest.raises(CommandNotSynced, match="no sub-command"):
+        await fake.slash(world.rp, world.alice, "vars teleport")
