@@ -17,13 +17,21 @@ if TYPE_CHECKING:
 Handler = Callable[["MacroEnv", list[str]], object]
 
 
-def _guard(scope: d.Scope, body: Callable[[MacroEnv, d.Scope, str, list[str]], object]) -> Handler:
-    """Wrap a variable operation: checks the name and turns path errors into warnings."""
+def _guard(
+    scope: d.Scope,
+    body: Callable[[MacroEnv, d.Scope, str, list[str]], object],
+    *,
+    writes: bool = False,
+) -> Handler:
+    """Wrap a variable operation: refuses writes to an empty name (as SillyTavern's store
+    does) and turns path errors into warnings."""
 
     def handler(env: MacroEnv, args: list[str]) -> object:
         name = args[0]
         if not name:
-            raise MacroArgumentError("the variable name is empty")
+            if writes:
+                raise MacroArgumentError("the variable name is empty")
+            return "false" if body is _has else ""
         try:
             return body(env, scope, name, args)
         except PathError as exc:
@@ -77,16 +85,28 @@ def install(registry: Registry) -> None:
         s: d.Scope = scope  # type: ignore[assignment]
         defs = [
             MacroDef(
-                name=f"set{infix}var", handler=_guard(s, _set), args=(name, value), writes=True
+                name=f"set{infix}var",
+                handler=_guard(s, _set, writes=True),
+                args=(name, value),
+                writes=True,
             ),
             MacroDef(
-                name=f"add{infix}var", handler=_guard(s, _add), args=(name, value), writes=True
+                name=f"add{infix}var",
+                handler=_guard(s, _add, writes=True),
+                args=(name, value),
+                writes=True,
             ),
             MacroDef(
-                name=f"inc{infix}var", handler=_guard(s, _step(1)), args=(name,), writes=True
+                name=f"inc{infix}var",
+                handler=_guard(s, _step(1), writes=True),
+                args=(name,),
+                writes=True,
             ),
             MacroDef(
-                name=f"dec{infix}var", handler=_guard(s, _step(-1)), args=(name,), writes=True
+                name=f"dec{infix}var",
+                handler=_guard(s, _step(-1), writes=True),
+                args=(name,),
+                writes=True,
             ),
             MacroDef(name=f"get{infix}var", handler=_guard(s, _get), args=(name,)),
             MacroDef(
