@@ -19,7 +19,7 @@ from aiogram import Bot, Dispatcher
 from aiogram.client.default import DefaultBotProperties
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import PRODUCTION, TelegramAPIServer
-from aiogram.exceptions import TelegramAPIError
+from aiogram.exceptions import TelegramAPIError, TelegramForbiddenError
 from aiogram.types import ErrorEvent
 from aiogram.utils.backoff import BackoffConfig
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler
@@ -81,6 +81,10 @@ class TelegramRunner:
         self._started.set()
 
     async def _on_error(self, event: ErrorEvent) -> bool:
+        if isinstance(event.exception, TelegramForbiddenError):
+            # The user blocked the bot or removed it from the group: nothing to answer.
+            log.info("update %s: %s", event.update.update_id, event.exception)
+            return True
         log.error("handling update %s failed", event.update.update_id, exc_info=event.exception)
         self.errors.append(event.exception)
         return True
@@ -95,11 +99,19 @@ class TelegramRunner:
 
     async def start(self) -> None:
         """Register commands and start receiving updates (returns once receiving)."""
-        await self._register_commands()
-        if self.config.mode == "webhook":
-            await self._start_webhook()
-        else:
-            await self._start_polling()
+        try:
+            await self._register_commands()
+            if self.config.mode == "webhook":
+                await self._start_webhook()
+            else:
+                await self._start_polling()
+        except BaseException:
+            # A bad token or an unreachable server: leave nothing open behind.
+            if self._web is not None:
+                await self._web.cleanup()
+                self._web = None
+            await self.bot.session.close()
+            raise
 
     async def _start_polling(self) -> None:
         await self.bot.delete_webhook(drop_pending_updates=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.test_telegram.conftest import Harness
 
 
@@ -100,3 +102,30 @@ async def test_bot_restarts_and_carries_on_with_the_same_service(harness: Harnes
     await srv.press(chat, alice, reply.message_id, data)
     await srv.wait_until(lambda: reply.text.endswith("(take 2)"))
     assert second.errors == []
+
+
+async def test_a_wrong_token_fails_start_cleanly(harness: Harness) -> None:
+    from aiogram.exceptions import TelegramUnauthorizedError
+
+    from adapters.telegram.runner import TelegramRunner
+
+    runner = TelegramRunner(harness.service, harness.config(token="999:WRONG"))
+    with pytest.raises(TelegramUnauthorizedError):
+        await runner.start()
+    assert runner.bot.session._session is None or runner.bot.session._session.closed
+
+
+async def test_a_user_who_blocked_the_bot_is_not_an_error(harness: Harness) -> None:
+    runner = await harness.start()
+    srv = harness.server
+    alice = srv.new_user("Alice")
+    chat = srv.private_chat(alice)
+    srv.fail_next("sendMessage", status=403, description="Forbidden: bot was blocked by the user")
+    srv.fail_next(
+        "sendMessageDraft", status=403, description="Forbidden: bot was blocked by the user"
+    )
+    await srv.send_text(chat, alice, "/start")
+    await srv.wait_for("getUpdates", lambda c: bool(c.params.get("offset")), count=1)
+    await srv.send_text(chat, alice, "still there?")
+    await harness.wait_text(chat["id"], lambda t: t.endswith("still there?"))
+    assert runner.errors == []

@@ -89,3 +89,35 @@ async def test_reactions_regenerate_the_latest_reply_only(harness: Harness) -> N
     regenerations = [c for c in harness.service.calls if c[0] == "regenerate"]
     assert len(regenerations) == 2
     assert first.reply_markup is None
+
+
+async def test_swiping_between_a_long_and_a_short_page_adds_and_removes_messages(
+    harness: Harness,
+) -> None:
+    long_page = "\n\n".join(["A long first answer. " * 40] * 6)
+    harness.service.reply_for = lambda character, lines, page: long_page if page == 1 else "Short."
+    await harness.start()
+    srv = harness.server
+    alice = srv.new_user("Alice")
+    chat = srv.private_chat(alice)
+    await srv.send_text(chat, alice, "Talk")
+    await srv.wait_until(
+        lambda: (
+            len(harness.texts(chat["id"])) == 2
+            and srv.bot_messages(chat["id"])[-1].reply_markup is not None
+        )
+    )
+    head, tail = srv.bot_messages(chat["id"])
+    await srv.press(chat, alice, tail.message_id, _button(tail, "🔄"))
+    await srv.wait_until(lambda: head.text == "Short." and tail.deleted)
+    assert _counter(head) == "2/2"
+    await srv.press(chat, alice, head.message_id, _button(head, "◀️"))
+    await srv.wait_until(
+        lambda: (
+            len(harness.texts(chat["id"])) == 2
+            and _counter(srv.bot_messages(chat["id"])[-1]) == "1/2"
+        )
+    )
+    first, second = srv.bot_messages(chat["id"])
+    assert first is head and first.reply_markup is None
+    assert (first.text + "\n\n" + second.text).split() == long_page.split()
