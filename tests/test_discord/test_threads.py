@@ -82,3 +82,16 @@ async def test_branch_from_here_creates_the_thread(
     assert [(f[1], f[2], f[3]) for f in forks] == [("main", 1, first["id"])]
     again = await fake.message_command(world.rp, world.carol, "Branch from here", first)
     assert "already has a branch" in again.text
+
+
+async def test_branch_from_a_user_message_forks_at_the_latest_floor(
+    fake: FakeDiscord, world: World, start_bot: Starter, service: PacedService
+) -> None:
+    await start_bot()
+    await bind(world)
+    await _chat(fake, world, service, "one", "two")
+    mine = next(m for m in fake.messages.values() if m["content"] == "one")
+    record = await fake.message_command(world.rp, world.alice, "Branch from here", mine)
+    assert "latest floor" in record.text
+    forks = [c[1] for c in service.calls if c[0] == "fork"]
+    assert [(f[1], f[2]) for f in forks] == [("main", None)]

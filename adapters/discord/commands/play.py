@@ -186,7 +186,9 @@ def build_branch_here(runner: DiscordRunner) -> app_commands.ContextMenu:
                 raise CommandRefused("Branch from a message in the channel, not in a thread.")
             await require_binding(runner, place)
             ref = await runner.service.resolve_message(place.key, str(message.id))
-            label = f"floor {ref.floor}" if ref is not None else "latest floor"
+            # Only a bot reply pins the fork point; any other message forks at the latest floor.
+            pinned = ref is not None and ref.role == "assistant"
+            label = f"floor {ref.floor}" if ref is not None and pinned else "latest floor"
             name = f"Branch from {label}"[:THREAD_NAME_LIMIT]
             try:
                 thread = await message.create_thread(name=name)
