@@ -97,3 +97,21 @@ async def test_dms_can_be_turned_off(
     await fake.say(dm, world.alice, "hello?")
     await fake.wait_idle(quiet=0.3)
     assert service.respond_calls() == [] and fake.sent_in(dm) == []
+
+
+async def test_commands_in_a_dm_act_on_the_private_session(
+    fake: FakeDiscord, world: World, start_bot: Starter, service: PacedService
+) -> None:
+    await start_bot()
+    dm = fake.add_dm(world.alice)
+    await fake.say(dm, world.alice, "just us")
+    await fake.wait_for(lambda: service.respond_calls(), what="dm reply")
+    await fake.wait_idle(quiet=0.15)
+    # In a private session its owner is the game master.
+    record = await fake.slash(dm, world.alice, "vars set", name="secret", value="42")
+    assert "Set `secret` = 42" in record.text
+    listed = await fake.slash(dm, world.alice, "vars list")
+    assert "`secret` = 42" in listed.text
+    # The guild channel sees nothing of it.
+    await bind(world)
+    assert "secret" not in (await fake.slash(world.rp, world.alice, "vars list")).text
