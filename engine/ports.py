@@ -414,6 +414,13 @@ class VariableRepository(Protocol):
         """The materialised values of one scope owner."""
         ...
 
+    async def values_of(
+        self, owners: Sequence[tuple[Scope, int]]
+    ) -> dict[tuple[Scope, int], dict[str, Any]]:
+        """The materialised values of several scope owners in one read (every owner asked
+        for is in the result, possibly empty)."""
+        ...
+
     async def change(self, scope: Scope, owner_id: int, delta: Mapping[str, Any]) -> None:
         """Apply a delta (``engine.variables.fold.DELETED`` removes a key)."""
         ...

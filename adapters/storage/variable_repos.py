@@ -62,6 +62,18 @@ class SqlVariables:
         )
         return {row.key: row.value for row in await self._db.execute(stmt)}
 
+    async def values_of(
+        self, owners: Sequence[tuple[Scope, int]]
+    ) -> dict[tuple[Scope, int], dict[str, Any]]:
+        result: dict[tuple[Scope, int], dict[str, Any]] = {owner: {} for owner in owners}
+        if not owners:
+            return result
+        wanted = or_(*((VALUE.c.scope == s) & (VALUE.c.owner_id == o) for s, o in owners))
+        stmt = select(VALUE.c.scope, VALUE.c.owner_id, VALUE.c.key, VALUE.c.value).where(wanted)
+        for row in await self._db.execute(stmt):
+            result[(row.scope, row.owner_id)][row.key] = row.value
+        return result
+
     async def change(self, scope: Scope, owner_id: int, delta: Mapping[str, Any]) -> None:
         deleted = [key for key, value in delta.items() if value is DELETED]
         if deleted:

@@ -46,27 +46,35 @@ class VariableService:
                 )
             at = head if floor is None else floor
             session = await uow.sessions.get(branch.session_id)
-            if floor is None:
-                branch_values = await uow.variables.values("branch", branch.id)
-            else:
+            # Every materialised scope in one read; the rest only when history is asked for.
+            owners: list[tuple[Scope, int]] = [
+                ("branch", branch.id),
+                ("chat", session.id),
+                ("global", session.realm_id),
+            ]
+            seen = await store.lineage_pages(uow, lineage, at, at) if at >= 1 else []
+            for seen_floor, page in seen:
+                owners += [("page", page.id), ("floor", seen_floor.id)]
+            found = await uow.variables.values_of(owners)
+            branch_values = found[("branch", branch.id)]
+            if floor is not None:
                 branch_values = await store.branch_state(
                     uow, lineage, at, last=None, active_last=True
                 )
             page_values: dict[str, Any] = {}
             floor_values: dict[str, Any] = {}
-            if at >= 1:
-                ((seen_floor, page),) = await store.lineage_pages(uow, lineage, at, at)
-                page_values = await uow.variables.values("page", page.id)
-                if page.number == seen_floor.active_page:
-                    floor_values = await uow.variables.values("floor", seen_floor.id)
-                else:  # a fork pinned a page its parent has swiped away from since
+            for seen_floor, page in seen:
+                page_values = found[("page", page.id)]
+                floor_values = found[("floor", seen_floor.id)]
+                if page.number != seen_floor.active_page:
+                    # a fork pinned a page its parent has swiped away from since
                     floor_values = await store.floor_scope(uow, seen_floor, page)
             return VariableState(
                 page=page_values,
                 floor=floor_values,
                 branch=branch_values,
-                chat=await uow.variables.values("chat", session.id),
-                global_=await uow.variables.values("global", session.realm_id),
+                chat=found[("chat", session.id)],
+                global_=found[("global", session.realm_id)],
             )
 
     async def base_for(self, floor_id: int) -> VariableState:
