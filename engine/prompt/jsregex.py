@@ -23,8 +23,10 @@ letters while Python does for literal letters.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import regex  # type: ignore[import-untyped]  # no stubs are installed
 
@@ -44,6 +46,7 @@ _SCRIPT_FLAGS = frozenset("gmixXsuUAJ")
 _JS_FLAGS = frozenset("dgimsuvy")
 _SUPPORTED_FLAGS = frozenset("gimsuy")
 _SYNTAX_CHARS = frozenset("^$\\.*+?()[]{}|/")
+_FOLD_TRAPS = "\u017f\u212a"  # ſ and the Kelvin sign
 _CONTROL_ESCAPES = {"t": "\t", "n": "\n", "v": "\v", "f": "\f", "r": "\r"}
 
 
@@ -130,6 +133,37 @@ def _compile_cached(source: str, flags: str) -> JsRegex:
     )
 
 
+def js_replace(
+    compiled: JsRegex, text: str, replacement: Callable[[Any], str], *, timeout_s: float
+) -> str:
+    """``text.replace(regex, fn)`` with JS's stepping; raises TimeoutError past ``timeout_s``.
+
+    Python's ``sub`` differs after an empty match: it retries at the same position for a
+    non-empty match, while JS moves one position on (``/[ab]*?/g`` on "xb" never matches "b").
+    Without ``g`` only the first match is replaced. ``replacement`` receives a ``regex`` match.
+    """
+    deadline = time.monotonic() + timeout_s
+    pieces: list[str] = []
+    pos = 0
+    copied = 0
+    while pos <= len(text):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("regex replacement took too long")
+        found = compiled.pattern.search(text, pos, timeout=remaining)
+        if found is None:
+            break
+        start, end = found.span()
+        pieces.append(text[copied:start])
+        pieces.append(replacement(found))
+        copied = end
+        if not compiled.global_:
+            break
+        pos = end + 1 if end == start else end
+    pieces.append(text[copied:])
+    return "".join(pieces)
+
+
 class _Translator:
     """One pass over a JS pattern, emitting the Python pattern."""
 
@@ -141,6 +175,8 @@ class _Translator:
         self.multiline = "m" in flags
         self.pos = 0
         self.group_count, self.names = _scan_groups(source)
+        self.groups_opened = 0
+        self.open_groups: list[int] = []  # numbers of the capturing groups now open, or 0
 
     def fail(self, problem: str) -> JsRegexError:
         return JsRegexError(f"invalid regular expression /{self.src}/: {problem}", field="regex")
@@ -151,10 +187,24 @@ class _Translator:
         # With `u` and `i`, JS \w does fold ſ and K into s and k, like Python; keep `i` then.
         return cls if self.unicode or not self.ignore_case else f"(?-i:{cls})"
 
+    @property
+    def ascii_fold_only(self) -> bool:
+        """JS ``i`` without ``u`` never folds a non-ASCII character into an ASCII one."""
+        return self.ignore_case and not self.unicode
+
+    def literal(self, ch: str) -> str:
+        """One literal character outside a class, with JS's case folding."""
+        if self.ascii_fold_only:
+            if ch in _FOLD_TRAPS:
+                return f"(?-i:{_literal(ch)})"  # ſ and K match only themselves
+            if ch in "sSkK":
+                return f"(?-i:(?![{_FOLD_TRAPS}])){ch}"  # and s, k never match them
+        return _literal(ch)
+
     def translate(self) -> str:
         out: list[str] = []
         can_repeat = False  # whether a quantifier may follow what was just emitted
-        depth = 0
+        stack: list[str] = []  # the open groups, by their opening text
         src = self.src
         while self.pos < len(src):
             ch = src[self.pos]
@@ -167,8 +217,9 @@ class _Translator:
                 can_repeat = True
                 continue
             if ch == "(":
-                out.append(self.group_open())
-                depth += 1
+                opened = self.group_open()
+                out.append(opened)
+                stack.append(opened)
                 can_repeat = False
                 continue
             if ch in "*+?{":
@@ -183,11 +234,18 @@ class _Translator:
                     raise self.fail("lone quantifier brackets")
             self.pos += 1
             if ch == ")":
-                if depth == 0:
+                if not stack:
                     raise self.fail("unmatched ')'")
-                depth -= 1
+                opened = stack.pop()
+                self.open_groups.pop()
                 out.append(")")
-                can_repeat = True
+                # JS never lets a look-behind be repeated, nor a look-ahead with `u`.
+                if opened in ("(?<=", "(?<!"):
+                    can_repeat = False
+                elif opened in ("(?=", "(?!"):
+                    can_repeat = not self.unicode
+                else:
+                    can_repeat = True
             elif ch == "|":
                 out.append("|")
                 can_repeat = False
@@ -203,9 +261,9 @@ class _Translator:
             else:
                 if ch in "]}" and self.unicode:
                     raise self.fail(f"lone {ch!r}")
-                out.append(_literal(ch))
+                out.append(self.literal(ch))
                 can_repeat = True
-        if depth:
+        if stack:
             raise self.fail("unterminated group")
         return "".join(out)
 
@@ -233,16 +291,28 @@ class _Translator:
         src, pos = self.src, self.pos
         if not src.startswith("(?", pos):
             self.pos += 1
-            return "("
+            return self.capture()
         for prefix in ("(?:", "(?=", "(?!", "(?<=", "(?<!"):
             if src.startswith(prefix, pos):
                 self.pos += len(prefix)
+                self.open_groups.append(0)
                 return prefix
         found = _GROUP_NAME.match(src, pos)
         if found is None:
             raise self.fail("invalid group")
         self.pos = found.end()
-        return "("  # named groups become numbered ones; `names` maps them
+        return self.capture()  # named groups become numbered ones; `names` maps them
+
+    def capture(self) -> str:
+        self.groups_opened += 1
+        self.open_groups.append(self.groups_opened)
+        return "("
+
+    def backref(self, number: int) -> str:
+        """A back-reference; JS matches "" for a group that has not matched (yet)."""
+        if number in self.open_groups:
+            return "(?:)"  # inside its own group it is always still unset in JS
+        return f"(?({number})\\{number})"
 
     def escape(self) -> tuple[str, bool]:
         """Translate the escape at ``pos`` (outside a class); also says if it may be repeated."""
@@ -266,14 +336,14 @@ class _Translator:
             if found is None or found.group(1) not in self.names:
                 raise self.fail("invalid named reference")
             self.pos = found.end()
-            return _backref(self.names[found.group(1)]), True
+            return self.backref(self.names[found.group(1)]), True
         if ch in "pP" and self.unicode:
             found = _PROPERTY.match(src, self.pos)
             if found is None:
                 raise self.fail("invalid property name")
             self.pos = found.end()
             return f"\\{ch}{found.group(0)}", True  # the `regex` package knows \p{...}
-        return _literal(self.char_escape(ch)), True
+        return self.literal(self.char_escape(ch)), True
 
     def decimal_escape(self, first: str) -> str:
         """``\\N``: a back-reference if group N exists, else (Annex B) octal or the digit."""
@@ -288,17 +358,17 @@ class _Translator:
                     raise self.fail("invalid decimal escape")
                 return "\\x00"
             self.pos = start
-            return _literal(self.legacy_octal())
+            return self.literal(self.legacy_octal())
         number = int(src[start:end])
         if number <= self.group_count:
             self.pos = end
-            return _backref(number)
+            return self.backref(number)
         if self.unicode:
             raise self.fail("invalid escape")
         if first in "89":
             return first
         self.pos = start
-        return _literal(self.legacy_octal())
+        return self.literal(self.legacy_octal())
 
     def legacy_octal(self) -> str:
         """Annex B octal escape at ``pos``: up to three octal digits, value at most 0o377."""
@@ -313,7 +383,7 @@ class _Translator:
             self.pos += 1
         return chr(value)
 
-    def char_escape(self, ch: str) -> str:
+    def char_escape(self, ch: str, *, in_class: bool = False) -> str:
         """The character an escape ``\\<ch>`` (``pos`` is after ``ch``) stands for."""
         src = self.src
         if ch in _CONTROL_ESCAPES:
@@ -341,7 +411,7 @@ class _Translator:
                 if found and int(found.group(1), 16) <= 0x10FFFF:
                     self.pos = found.end()
                     return chr(int(found.group(1), 16))
-        if self.unicode and ch not in _SYNTAX_CHARS and ch != "-":
+        if self.unicode and ch not in _SYNTAX_CHARS and not (ch == "-" and in_class):
             raise self.fail(f"invalid escape \\{ch}")
         return ch  # identity escape
 
@@ -366,37 +436,51 @@ class _Translator:
                 self.pos += 1
                 atoms.append(("dash" if ch == "-" else "char", ch))
         body: list[str] = []
-        negated_sets: list[str] = []
+        negated_sets: list[str] = []  # alternatives matched outside the class
+        covered: set[str] = set()
         i = 0
         while i < len(atoms):
             kind, value = atoms[i]
-            if (
-                kind in ("char", "dash")
-                and i + 2 < len(atoms)
-                and atoms[i + 1][0] == "dash"
-                and atoms[i + 2][0] in ("char", "dash")
-            ):
+            ranged = i + 2 < len(atoms) and atoms[i + 1][0] == "dash"
+            endpoints_are_chars = (
+                ranged and kind in ("char", "dash") and atoms[i + 2][0] in ("char", "dash")
+            )
+            if ranged and not endpoints_are_chars and self.unicode:
+                raise self.fail("invalid character class range")  # `[\\d-z]` with `u`
+            if ranged and endpoints_are_chars:
                 high = atoms[i + 2][1]
                 if ord(value) > ord(high):
                     raise self.fail("range out of order in character class")
                 body.append(f"{_class_char(value)}-{_class_char(high)}")
+                covered.update(t for t in _FOLD_TRAPS if ord(value) <= ord(t) <= ord(high))
                 i += 3
                 continue
-            if kind == "set":
+            if kind == "set" and self.ascii_fold_only:
+                negated_sets.append(self.ascii_set(value))  # scoped, so kept outside the class
+            elif kind == "set":
                 body.append(value)
             elif kind == "nset":
                 negated_sets.append(value)
+            elif value in _FOLD_TRAPS and self.ascii_fold_only:
+                # in a Python class ſ would also match s and S under `i`
+                negated_sets.append(f"(?-i:{_class_char(value)})")
+                covered.add(value)
             else:
                 body.append(_class_char(value))
             i += 1
         alternatives = ([f"[{''.join(body)}]"] if body else []) + negated_sets
+        # Python's `i` folds ſ and K into s and k; JS without `u` does not: only a class that
+        # names them literally contains them.
+        traps = "".join(t for t in _FOLD_TRAPS if t not in covered) if self.ascii_fold_only else ""
         if negate:
             if not alternatives:
                 return "(?s:.)"
-            return f"(?:(?!{'|'.join(alternatives)})(?s:.))"
+            rest = f"(?!{'|'.join(alternatives)})(?s:.)"
+            return f"(?:(?-i:[{traps}])|{rest})" if traps else f"(?:{rest})"
         if not alternatives:
             return "(?!)"
-        return alternatives[0] if len(alternatives) == 1 else f"(?:{'|'.join(alternatives)})"
+        joined = alternatives[0] if len(alternatives) == 1 else f"(?:{'|'.join(alternatives)})"
+        return f"(?:(?-i:(?![{traps}])){joined})" if traps else joined
 
     def class_escape(self) -> tuple[str, str]:
         """An escape inside a class, as a ``(kind, value)`` atom."""
@@ -432,12 +516,7 @@ class _Translator:
                 raise self.fail("invalid property name")
             self.pos = found.end()
             return "set", f"\\{ch}{found.group(0)}"
-        return "char", self.char_escape(ch)
-
-
-def _backref(number: int) -> str:
-    # JS: a reference to a group that has not matched (yet) matches the empty string.
-    return f"(?({number})\\{number})"
+        return "char", self.char_escape(ch, in_class=True)
 
 
 def _literal(ch: str) -> str:

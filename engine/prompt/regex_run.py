@@ -21,7 +21,7 @@ from typing import Literal, Protocol
 import regex  # type: ignore[import-untyped]  # no stubs are installed
 
 from engine.formats.regex_scripts import RegexScript, SubstituteRegex
-from engine.prompt.jsregex import JsRegex, parse_script_regex
+from engine.prompt.jsregex import JsRegex, js_replace, parse_script_regex
 
 # Wall-clock bound for one script on one text (all its matches and replacements together).
 REGEX_TIMEOUT_S = 0.25
@@ -152,9 +152,7 @@ def run_script(
     trims = tuple(render_macros(t) if render_macros else t for t in script.trim_strings)
     replacer = _Replacer(compiled, script.replace_string, trims, render_macros, text)
     try:
-        result: str = compiled.pattern.sub(
-            replacer, text, count=0 if compiled.global_ else 1, timeout=timeout_s
-        )
+        result = js_replace(compiled, text, replacer, timeout_s=timeout_s)
     except TimeoutError:
         return RegexRun(
             text=text,

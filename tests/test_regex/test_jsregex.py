@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -12,6 +13,7 @@ from engine.prompt.jsregex import (
     MAX_PATTERN_CHARS,
     JsRegexError,
     compile_js,
+    js_replace,
     parse_script_regex,
 )
 
@@ -85,6 +87,13 @@ def test_inert_literals(literal: str) -> None:
         (r"a\/b", "", "a/b", "a/b"),
         (r"[[&&]]", "", "&]", "&]"),  # Python set-operation syntax is plain text in JS
         (r"x*", "", "abc", ""),
+        (r"[a-z]", "i", "\u017f", None),  # without u, JS never folds ſ or K into ASCII
+        (r"k", "i", "\u212a", None),
+        (r"[\u017f]", "i", "s", None),
+        (r"[^s]", "i", "\u017f", "\u017f"),
+        (r"K", "i", "k", "k"),
+        (r"[a-z]", "iu", "\u017f", "\u017f"),  # with u it does
+        (r"(a\1)", "", "aa", "a"),  # a reference inside its own group is always empty
     ],
 )
 def test_translation_matches_js(pattern: str, flags: str, text: str, expected: str | None) -> None:
@@ -114,11 +123,29 @@ def test_translation_matches_js(pattern: str, flags: str, text: str, expected: s
         ("a", "x"),
         ("a", "gg"),
         ("a", "d"),
+        ("(?<=a)*", ""),  # a look-behind can never be repeated
+        ("(?=a)*", "u"),  # a look-ahead only without u
+        ("[\\d-z]", "u"),
+        ("\\-", "u"),
     ],
 )
 def test_js_syntax_errors_are_rejected(pattern: str, flags: str) -> None:
     with pytest.raises(JsRegexError):
         compile_js(pattern, flags)
+
+
+def test_lookahead_may_be_repeated_without_u() -> None:
+    assert finds("(?=a)*a", "", "a") == "a"
+
+
+def test_js_replace_steps_past_empty_matches_like_js() -> None:
+    def mark(match: Any) -> str:
+        return f"<{match.group(0)}>"
+
+    # Python's sub would find "b" right after the empty match at 1; JS moves on.
+    assert js_replace(compile_js("[ab]*?", "g"), "xb", mark, timeout_s=1) == "<>x<>b<>"
+    assert js_replace(compile_js("x*", "g"), "abxd", mark, timeout_s=1) == "<>a<>b<x><>d<>"
+    assert js_replace(compile_js("b", ""), "abcb", mark, timeout_s=1) == "a<b>cb"
 
 
 def test_named_groups_map_to_numbers() -> None:
