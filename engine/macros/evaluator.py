@@ -13,9 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from engine.macros import diagnostics as d
+from engine.macros import fallbacks
 from engine.macros.context import MacroContext
 from engine.macros.diagnostics import MacroTrace, MacroWarning, Mutation, Phase
-from engine.macros.jsvalues import to_display
 from engine.macros.limits import CHARS_PER_STEP, MAX_TRACES, MAX_WARNINGS, Limits
 from engine.macros.nodes import Arg, Item, Macro, RawMacro, Scoped, Template, VarExpr
 from engine.macros.processing import trim_scoped
@@ -229,7 +229,7 @@ class MacroEnv:
             else:
                 raw: RawMacro = item  # type: ignore[assignment]
                 if raw.code is not None:
-                    self.warn(raw.code, _raw_message(raw), raw.start, raw.name, raw.text)
+                    self.warn(raw.code, fallbacks.raw_message(raw), raw.start, raw.name, raw.text)
                 if self.tracing:
                     self.add_trace(raw.name, raw.text, raw.text, "raw", "raw")
                 append(raw.text)
@@ -256,18 +256,18 @@ class MacroEnv:
         definition: MacroDef | None
         if dyn is not None:
             if dyn.__class__ is str:
-                return self._eval_dynamic_text(m, scoped, dyn, depth, delta)
-            definition = dyn if isinstance(dyn, MacroDef) else _dynamic_def(lname, dyn)
+                return fallbacks.eval_dynamic_text(self, m, scoped, dyn, depth, delta)
+            definition = dyn if isinstance(dyn, MacroDef) else fallbacks.dynamic_def(lname, dyn)
         else:
             definition = self.registry.lookup(lname)
         if definition is None:
-            return self._eval_unknown(m, scoped, depth, delta)
+            return fallbacks.eval_unknown(self, m, scoped, depth, delta)
         if definition.delay_args:
             from engine.macros.ifblock import eval_if
 
             return eval_if(self, m, scoped, depth, delta)
         if definition.writes and self.write_block is not None:
-            return self._blocked_write(m, scoped, definition)
+            return fallbacks.blocked_write(self, m, scoped, definition)
         args = [
             a.plain if a.plain is not None else self.eval_items(a.items, depth + 1, delta)
             for a in m.args
@@ -281,14 +281,15 @@ class MacroEnv:
         if definition.strict and not definition.arity_ok(len(args)):
             self.warn(
                 d.MACRO_ARG_ARITY_INVALID,
-                f"macro '{m.name}' got {len(args)} argument(s); {_arity_text(definition)}",
+                f"macro '{m.name}' got {len(args)} argument(s); "
+                + fallbacks.arity_text(definition),
                 m.start,
                 name,
             )
-            return self._raw_resolved(m, args, scoped)
+            return fallbacks.raw_resolved(m, args, scoped)
         if definition.typed and (problem := definition.type_error(args)):
             self.warn(d.MACRO_ARG_TYPE_INVALID, f"macro '{m.name}': {problem}", m.start, name)
-            return self._raw_resolved(m, args, scoped)
+            return fallbacks.raw_resolved(m, args, scoped)
         self.call_name = name
         self.call_scoped = scoped is not None
         self.call_flags = m.flags
@@ -297,12 +298,12 @@ class MacroEnv:
             result = definition.handler(self, args)
         except MacroArgumentError as exc:
             self.warn(d.MACRO_ARG_TYPE_INVALID, f"macro '{m.name}': {exc}", m.start, name)
-            return self._raw_resolved(m, args, scoped)
+            return fallbacks.raw_resolved(m, args, scoped)
         except MacroKeepRaw:
-            return self._raw_resolved(m, args, scoped)
+            return fallbacks.raw_resolved(m, args, scoped)
         except MacroValueMissing as exc:
             self.warn(d.MACRO_VALUE_MISSING, f"macro '{m.name}': {exc}", m.start, name)
-            return self._raw_resolved(m, args, scoped)
+            return fallbacks.raw_resolved(m, args, scoped)
         except (StepLimitReached, RecursionError):
             raise
         except Exception as exc:  # an extension handler failed: keep the macro raw
@@ -312,109 +313,14 @@ class MacroEnv:
                 m.start,
                 name,
             )
-            return self._raw_resolved(m, args, scoped)
-        text = result if result.__class__ is str else _normalize(result)
+            return fallbacks.raw_resolved(m, args, scoped)
+        text = result if result.__class__ is str else fallbacks.normalize(result)
         if self.post_process is not None:
             text = self.post_process(text)
         if len(text) > self.check_len:
             text = self.limit_text(text, m.start)
         if self.tracing:
             self.add_trace(name, m.src[m.start : (scoped or m).end], text, "macro")
-        return text
-
-    def _eval_dynamic_text(
-        self, m: Macro, scoped: Scoped | None, value: str, depth: int, delta: int
-    ) -> str:
-        self.use(m.lname)
-        if m.args or scoped is not None:
-            args = [self.eval_arg(a, depth + 1, delta) for a in m.args]
-            self.warn(
-                d.MACRO_ARG_ARITY_INVALID,
-                f"call-local macro '{m.name}' takes no arguments",
-                m.start,
-                m.lname,
-            )
-            return self._raw_resolved(m, args, scoped)
-        if value == m.src[m.start : m.end]:
-            self.warn(d.MACRO_CYCLE_DETECTED, f"'{m.name}' expands to itself", m.start, m.lname)
-        if self.tracing:
-            self.add_trace(m.lname, m.src[m.start : m.end], value, "macro")
-        return value
-
-    def _eval_unknown(self, m: Macro, scoped: Scoped | None, depth: int, delta: int) -> str:
-        from engine.macros.variables import MISSING, snapshot_value
-
-        args = [
-            a.plain if a.plain is not None else self.eval_items(a.items, depth + 1, delta)
-            for a in m.args
-        ]
-        if scoped is not None:
-            args.append(self.eval_arg(scoped.content, depth + 1, delta))
-        elif not args and not m.closing:
-            # A bare name falls back to a variable: local view, then global (as it was when
-            # this evaluation started).
-            for scope in ("local", "global"):
-                value = snapshot_value(self, scope, m.name)
-                if value is not MISSING:
-                    self.use(m.name)
-                    text = to_display(value)
-                    if text == m.src[m.start : m.end]:
-                        self.warn(d.MACRO_CYCLE_DETECTED, f"'{m.name}' expands to itself", m.start)
-                    return text
-        if args and scoped is None:
-            self.warn(
-                d.MACRO_ARG_ARITY_INVALID,
-                f"unknown macro '{m.name}' with {len(args)} argument(s); kept as written",
-                m.start,
-                m.name,
-            )
-        else:
-            self.warn(
-                d.MACRO_UNKNOWN, f"unknown macro '{m.name}'; kept as written", m.start, m.name
-            )
-        raw = self._raw_resolved(m, args, scoped)
-        if self.tracing:
-            self.add_trace(m.name, m.src[m.start : (scoped or m).end], raw, "raw", "raw")
-        return raw
-
-    def _blocked_write(self, m: Macro, scoped: Scoped | None, definition: MacroDef) -> str:
-        raw = m.src[m.start : (scoped or m).end]
-        if self.write_block == "read_only":
-            self.warn(
-                d.MACRO_WRITE_FORBIDDEN,
-                f"'{definition.name}' changes state and is not allowed in this text",
-                m.start,
-                definition.name,
-                raw,
-            )
-            return raw
-        self.warn(
-            d.MACRO_EVAL_PHASE_DISALLOWED,
-            f"macro '{definition.name}' is not allowed in phase {self.phase}",
-            m.start,
-            definition.name,
-            raw,
-        )
-        return ""
-
-    def _raw_resolved(self, m: Macro, args: list[str], scoped: Scoped | None) -> str:
-        """The macro as written, with its nested macros replaced by their results."""
-        src = m.src
-        inline = m.args
-        if all(a.plain is not None for a in inline):
-            text = src[m.start : m.end]
-        else:
-            pieces = []
-            pos = m.start
-            for arg, value in zip(inline, args, strict=False):
-                pieces.append(src[pos : arg.start])
-                pieces.append(value)
-                pos = arg.end
-            pieces.append(src[pos : m.end])
-            text = "".join(pieces)
-        if scoped is not None:
-            content = args[-1] if len(args) > len(inline) else ""
-            text += content + src[scoped.close_start : scoped.end]
         return text
 
     # -- nested evaluation for handlers ------------------------------------------------------
@@ -450,35 +356,3 @@ def _first_position(items: list[Item]) -> int:
         if item.__class__ is not str:
             return item.start  # type: ignore[union-attr]
     return 0
-
-
-def _raw_message(raw: RawMacro) -> str:
-    if raw.code == d.MACRO_UNMATCHED_CLOSING_BLOCK:
-        return f"closing tag '{{{{/{raw.name}}}}}' has no opening tag; kept as written"
-    return f"'{raw.name}' cannot take scoped content; both tags kept as written"
-
-
-def _arity_text(definition: MacroDef) -> str:
-    if definition.list_args is not None:
-        return f"it takes at least {definition.min_args + definition.list_args[0]}"
-    if definition.min_args == definition.max_args:
-        return f"it takes {definition.max_args}"
-    return f"it takes {definition.min_args} to {definition.max_args}"
-
-
-def _normalize(value: object) -> str:
-    """SillyTavern's ``normalizeMacroResult``."""
-    if value is None:
-        return ""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return to_display(value)
-
-
-def _dynamic_def(name: str, value: Any) -> MacroDef:
-    """A call-local macro given as a function: called with the env, no arguments."""
-
-    def handler(env: MacroEnv, args: list[str]) -> object:
-        return value(env)
-
-    return MacroDef(name=name, handler=handler)

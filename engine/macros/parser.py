@@ -10,20 +10,13 @@ a macro's arguments (reserved filter syntax) keeps that macro raw. Pairing then 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from engine.macros import lexer
-from engine.macros.diagnostics import (
-    MACRO_ARG_ARITY_INVALID,
-    MACRO_PARSE_FAILED,
-    MACRO_UNMATCHED_CLOSING_BLOCK,
-)
+from engine.macros.diagnostics import MACRO_PARSE_FAILED
 from engine.macros.jsvalues import JS_WHITESPACE
-from engine.macros.limits import PAIRING_NESTING_LIMIT, PARSE_NESTING_LIMIT
-from engine.macros.nodes import Arg, Item, Macro, ParseNote, RawMacro, Scoped, VarExpr
-
-#: ``can_accept(lower_name, inline_arg_count)``: may this opener take scoped content?
-AcceptRule = Callable[[str, int], bool]
+from engine.macros.limits import PARSE_NESTING_LIMIT
+from engine.macros.nodes import Arg, Item, Macro, ParseNote, VarExpr
+from engine.macros.pairing import AcceptRule, pair_items, pair_level
 
 _NO_CHILDREN: list[Item] = []
 _MODE_DOUBLE = 0
@@ -366,93 +359,7 @@ class Parser:
 
     def pair(self, items: list[Item], depth: int) -> list[Item]:
         """Match ``{{name}}…{{/name}}`` pairs at this level (nested pairs inside contents)."""
-        has_closer = False
-        for item in items:
-            if item.__class__ is Macro and item.closing:
-                has_closer = True
-                break
-        if not has_closer:
-            return items
-        if depth >= PAIRING_NESTING_LIMIT:
-            self.notes.append(ParseNote(MACRO_PARSE_FAILED, 0, "blocks nested too deeply"))
-            return [self._stray(it) if _is_closer(it) else it for it in items]
-        # Only macros whose name has a closing tag at this level take part in pairing; the
-        # items between them are copied in slices (a long document stays linear).
-        closer_names = {it.lname for it in items if it.__class__ is Macro and it.closing}
-        positions: dict[str, list[int]] = {name: [] for name in closer_names}
-        relevant: list[int] = []
-        for index, it in enumerate(items):
-            if it.__class__ is Macro and it.lname in positions:
-                positions[it.lname].append(index)
-                relevant.append(index)
-        out: list[Item] = []
-        raw_closers: set[int] = set()
-        used: set[int] = set()
-        last = 0
-        for k in relevant:
-            if k < last:
-                continue  # inside a pair already made
-            macro: Macro = items[k]  # type: ignore[assignment]
-            if macro.closing:
-                if k in used:
-                    continue
-                out.extend(items[last:k])
-                if k in raw_closers:
-                    out.append(RawMacro(macro.raw, macro.start, macro.lname, None))
-                else:
-                    out.append(self._stray(macro))
-                last = k + 1
-                continue
-            j = self._find_closer(items, k, positions[macro.lname], used)
-            if j < 0:
-                continue  # an unmatched opener is evaluated inline
-            out.extend(items[last:k])
-            if not self.can_accept(macro.lname, len(macro.args)):
-                out.append(RawMacro(macro.raw, macro.start, macro.lname, MACRO_ARG_ARITY_INVALID))
-                raw_closers.add(j)
-                last = k + 1
-                continue
-            closer: Macro = items[j]  # type: ignore[assignment]
-            inner = items[k + 1 : j]
-            content = Arg(
-                self.src[macro.end : closer.start],
-                macro.end,
-                closer.start,
-                self.pair(inner, depth + 1),
-                inner,
-            )
-            out.append(Scoped(self.src, macro, content, closer.start, closer.end))
-            used.add(j)
-            last = j + 1
-        out.extend(items[last:])
-        return out
-
-    def _find_closer(self, items: list[Item], i: int, same: list[int], used: set[int]) -> int:
-        """The index of the closing tag that pairs with the opener at ``i`` (or -1)."""
-        name = items[i].lname  # type: ignore[union-attr]
-        depth = 0
-        for k in same:
-            if k <= i:
-                continue
-            other: Macro = items[k]  # type: ignore[assignment]
-            if other.closing:
-                if k in used:
-                    continue
-                if depth == 0:
-                    return k
-                depth -= 1
-            elif self.can_accept(name, len(other.args)):
-                depth += 1
-        return -1
-
-    @staticmethod
-    def _stray(item: Item) -> Item:
-        macro: Macro = item  # type: ignore[assignment]
-        return RawMacro(macro.raw, macro.start, macro.lname, MACRO_UNMATCHED_CLOSING_BLOCK)
-
-
-def _is_closer(item: Item) -> bool:
-    return item.__class__ is Macro and item.closing
+        return pair_level(self.src, items, depth, self.can_accept, self.notes)
 
 
 def stray_if_without_opener(src: str) -> bool:
@@ -461,6 +368,4 @@ def stray_if_without_opener(src: str) -> bool:
     return _IF_CLOSER.search(src) is not None and _IF_OPENER.search(src) is None
 
 
-def pair_items(src: str, items: list[Item], can_accept: AcceptRule) -> list[Item]:
-    """Pair scoped blocks in a list of items cut from ``src`` (an ``{{if}}`` branch)."""
-    return Parser(src, can_accept).pair(items, 1)
+__all__ = ["AcceptRule", "Parser", "pair_items", "stray_if_without_opener"]
