@@ -41,6 +41,7 @@ from engine.timeline.values import (
     NewMessage,
     Page,
     PageContext,
+    PlatformLink,
     Realm,
     Session,
     SessionSettings,
@@ -271,6 +272,7 @@ class TimelineService:
             head = await store.head_of(uow, await store.lineage_of(uow, branch))
             floor = await uow.floors.add(branch_id=branch.id, seq=head + 1)
             await uow.messages.add(floor_id=floor.id, page_id=None, messages=inputs)
+            await _link_inputs(uow, branch.session_id, floor, inputs)
             scope = await store.floor_scope(uow, floor, None)
             if scope:
                 await uow.variables.replace("floor", floor.id, scope)
@@ -295,6 +297,8 @@ class TimelineService:
                     f"floor {floor.seq} is {floor.state}; only a draft floor takes more input"
                 )
             await uow.messages.add(floor_id=floor.id, page_id=None, messages=inputs)
+            branch = await uow.branches.get(floor.branch_id)
+            await _link_inputs(uow, branch.session_id, floor, inputs)
 
     async def start_generating(self, floor_id: int) -> Floor:
         """Move a draft floor to ``generating`` (compare-and-set)."""
@@ -488,3 +492,21 @@ class TimelineService:
         for floor in failed:
             self._emit("floor.failed", floor_id=floor.id, floor=floor.seq, error=INTERRUPTED)
         return failed
+
+
+async def _link_inputs(
+    uow: UnitOfWork, session_id: int, floor: Floor, inputs: Sequence[NewMessage]
+) -> None:
+    """Map each input's platform message to its floor, so a reply or deletion finds it."""
+    for message in inputs:
+        if message.platform_ref is not None:
+            await uow.links.put(
+                PlatformLink(
+                    session_id=session_id,
+                    platform_ref=message.platform_ref,
+                    branch_id=floor.branch_id,
+                    floor_id=floor.id,
+                    page_id=None,
+                    role="user",
+                )
+            )

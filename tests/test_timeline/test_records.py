@@ -56,7 +56,10 @@ async def test_platform_messages_map_back_and_deletions_only_hide(storage) -> No
     await world.timeline.commit_page(
         page.id, messages=[NewMessage(role="assistant", raw="hi!", platform_ref="m2")]
     )
-    await world.history.link_message(sid, "m1", floor_id=floor.id, page_id=None, role="user")
+    # Inputs with a platform reference are linked when recorded; replies after sending.
+    inbound = await world.history.resolve_message(sid, "m1")
+    assert inbound is not None
+    assert (inbound.floor_id, inbound.page_id, inbound.role) == (floor.id, None, "user")
     await world.history.link_message(
         sid, "m2", floor_id=floor.id, page_id=page.id, role="assistant"
     )
