@@ -1,0 +1,264 @@
+"""Imports, exports and dry runs of :class:`~engine.turns.service.TavernService`.
+
+- Cards, presets, world books and regex sets are validated with :mod:`engine.formats`, stored
+  in the session's realm (the asset repository, by name) and bound to the session.
+- A SillyTavern chat (JSONL) is imported onto a new branch of the session (forked before any
+  floor), one floor per exchange, every swipe a page.
+- An export writes the branch as SillyTavern JSONL, every page of a floor as a swipe.
+- A dry run assembles the prompt the next message would get, persisting nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import PurePath
+from typing import TYPE_CHECKING, Any, Final
+
+from engine.errors import FormatError, LimitExceededError
+from engine.formats.cards import parse_card
+from engine.formats.json_input import decode_text, load_object, loads
+from engine.formats.preset import parse_preset
+from engine.formats.regex_scripts import parse_regex_scripts
+from engine.formats.st_chat import ChatEntry, ChatLog, ChatPage, chat_to_jsonl_bytes, parse_chat
+from engine.formats.worldbook import parse_worldbook
+from engine.timeline.values import Branch, Floor, Message, NewMessage
+from engine.turns.api import AssetKind, ImportSummary, SessionKey
+from engine.turns.context import read_turn
+from engine.turns.errors import NothingToDoError
+from engine.turns.views import committed_numbers
+from engine.variables import store
+
+if TYPE_CHECKING:
+    from engine.turns.service import TavernService
+
+MAX_IMPORT_FLOORS: Final = 5_000
+"""A chat import creates at most this many floors."""
+EXPORT_PAGE: Final = 500
+"""Floors read per unit of work while exporting."""
+
+
+async def import_asset(
+    service: TavernService,
+    key: SessionKey,
+    session_id: int,
+    realm_id: int,
+    kind: AssetKind,
+    filename: str,
+    data: bytes,
+) -> ImportSummary:
+    """Validate, store and bind one SillyTavern file."""
+    stem = PurePath(filename).stem or filename
+    session = await service._settings(session_id)
+    settings = session.settings
+    if kind == "card":
+        card = parse_card(data, source=filename)
+        await service.assets.put(realm_id, "card", card.name, dict(card.raw))
+        await service._update(session_id, character=card.name)
+        details: dict[str, Any] = {
+            "book_entries": _count_entries(card.character_book),
+            "greetings": 1 + len(card.alternate_greetings),
+        }
+        return ImportSummary(kind="card", name=card.name, details=details)
+    if kind == "preset":
+        obj = load_object(data, source=filename)
+        preset = parse_preset(obj, source=filename)
+        await service.assets.put(realm_id, "preset", stem, obj)
+        await service._update(session_id, preset=stem)
+        return ImportSummary(kind="preset", name=stem, details={"prompts": len(preset.prompts)})
+    if kind == "worldbook":
+        obj = load_object(data, source=filename)
+        book = parse_worldbook(obj, source=filename, name=stem)
+        await service.assets.put(realm_id, "worldbook", stem, obj)
+        books = [*settings.worldbooks, stem] if stem not in settings.worldbooks else None
+        if books is not None:
+            await service._update(session_id, worldbooks=books)
+        return ImportSummary(kind="worldbook", name=stem, details={"entries": len(book.entries)})
+    if kind == "regex":
+        value = loads(decode_text(data, source=filename), source=filename)
+        scripts = parse_regex_scripts(value, source=filename)
+        items = value if isinstance(value, list) else [value]
+        await service.assets.put(realm_id, "regex", stem, {"scripts": items})
+        if stem not in settings.regex_sets:
+            await service._update(session_id, regex_sets=[*settings.regex_sets, stem])
+        return ImportSummary(kind="regex", name=stem, details={"scripts": len(scripts)})
+    if kind == "chat":
+        return await _import_chat(service, key, session_id, stem, data, filename)
+    raise FormatError(f"unknown import kind {kind!r}", source=filename)
+
+
+async def _import_chat(
+    service: TavernService,
+    key: SessionKey,
+    session_id: int,
+    stem: str,
+    data: bytes,
+    filename: str,
+) -> ImportSummary:
+    log = parse_chat(data, source=filename)
+    taken = {b.name for b in await service.timeline.branches(session_id)}
+    name, n = f"import-{stem}", 1
+    while name in taken:
+        n += 1
+        name = f"import-{stem}-{n}"
+    main = await service._branch(session_id, "main")
+    branch = await service.timeline.fork(main.id, name=name, after_floor=0)
+    inputs: list[NewMessage] = []
+    floors = 0
+    for entry in log.entries:
+        if entry.is_user or entry.is_system:
+            inputs.append(
+                NewMessage(
+                    role="user" if entry.is_user else "system",
+                    raw=entry.text,
+                    speaker_name=entry.name,
+                )
+            )
+            continue
+        floors += 1
+        if floors > MAX_IMPORT_FLOORS:
+            raise LimitExceededError(
+                f"{filename}: more than MAX_IMPORT_FLOORS={MAX_IMPORT_FLOORS} replies",
+                limit="MAX_IMPORT_FLOORS",
+                value=MAX_IMPORT_FLOORS,
+            )
+        floor = await service.timeline.open_floor(branch.id, inputs)
+        inputs = []
+        await service.timeline.start_generating(floor.id)
+        numbers: list[int] = []
+        for page in entry.pages:
+            added = await service.timeline.add_page(floor.id)
+            reply = NewMessage(role="assistant", raw=page.text, speaker_name=entry.name)
+            await service.timeline.commit_page(added.id, messages=[reply])
+            numbers.append(added.number)
+        if 0 <= entry.swipe_id < len(numbers) and numbers[entry.swipe_id] != numbers[-1]:
+            await service.timeline.activate_page(floor.id, numbers[entry.swipe_id])
+    return ImportSummary(
+        kind="chat", name=name, details={"floors": floors, "branch": name, "session": key.key}
+    )
+
+
+async def export_chat(service: TavernService, session_id: int, branch: Branch) -> bytes:
+    """The branch as SillyTavern JSONL (all pages of each floor as swipes)."""
+    entries: list[ChatEntry] = []
+    user_name: str | None = None
+    char_name: str | None = None
+    first = 1
+    while True:
+        async with service.storage.unit_of_work() as uow:
+            lineage = await store.lineage_of(uow, branch)
+            head = await store.head_of(uow, lineage)
+            if first > head:
+                break
+            last = min(head, first + EXPORT_PAGE - 1)
+            pairs = await store.lineage_pages(uow, lineage, first, last)
+            floor_ids = [f.id for f, _ in pairs]
+            pages = await uow.pages.of_floors(floor_ids)
+            messages = await uow.messages.of_floors(floor_ids)
+        for floor, active in pairs:
+            if floor.hidden:
+                continue
+            own = [m for m in messages if m.floor_id == floor.id]
+            for m in own:
+                if m.page_id is None and not m.hidden:
+                    user_name = user_name or m.speaker_name
+                    entries.append(_entry(m, is_user=m.role == "user"))
+            floor_pages = [p for p in pages if p.floor_id == floor.id]
+            texts: list[str] = []
+            for number in committed_numbers(floor_pages):
+                page = next(p for p in floor_pages if p.number == number)
+                texts.append("".join(m.raw for m in own if m.page_id == page.id))
+            reply = [m for m in own if m.page_id == active.id]
+            if not reply:
+                continue
+            char_name = char_name or reply[0].speaker_name
+            swipe_id = committed_numbers(floor_pages).index(active.number)
+            entries.append(
+                ChatEntry(
+                    name=reply[0].speaker_name or "",
+                    is_user=False,
+                    text="".join(m.raw for m in reply),
+                    send_date=reply[0].created_at,
+                    swipes=tuple(ChatPage(text=t) for t in texts) if len(texts) > 1 else (),
+                    swipe_id=swipe_id if len(texts) > 1 else 0,
+                )
+            )
+        first = last + 1
+    log = ChatLog(user_name=user_name, character_name=char_name, entries=tuple(entries))
+    return chat_to_jsonl_bytes(log)
+
+
+def _entry(message: Message, *, is_user: bool) -> ChatEntry:
+    return ChatEntry(
+        name=message.speaker_name or ("User" if is_user else ""),
+        is_user=is_user,
+        is_system=message.role in ("system", "narrator"),
+        text=message.raw,
+        send_date=message.created_at,
+    )
+
+
+async def dry_run(
+    service: TavernService, session_id: int, branch: Branch, text: str
+) -> dict[str, Any]:
+    """Assemble the prompt ``text`` would get as the branch's next message."""
+    from engine.turns.workflow import Generation, TurnOptions
+
+    if not text:
+        raise NothingToDoError("a dry run needs the text of a message")
+    async with service.storage.unit_of_work() as uow:
+        session = await uow.sessions.get(session_id)
+        lineage = await store.lineage_of(uow, branch)
+        head = await store.head_of(uow, lineage)
+        probe = Floor(
+            id=-1,
+            branch_id=branch.id,
+            seq=head + 1,
+            state="draft",
+            active_page=None,
+            hidden=False,
+            error=None,
+            created_at=session.created_at,
+            updated_at=session.created_at,
+        )
+        read = await read_turn(
+            uow, session=session, floor=probe, mode="dry_run", user_name="User", extra_input=text
+        )
+    from engine.turns.tools import ToolBox, ToolEnv, ToolPolicy
+
+    generation = Generation(
+        read,
+        TurnOptions(
+            mode="respond",
+            prompt_mode=session.settings.prompt_mode,
+            macro_mode=session.settings.macro_mode,
+            stages=("narrator",),
+            snapshot=service._snapshot(session, read.assets.profiles),
+            phase="dry_run",
+        ),
+        model_for=service.model_for,
+        tools=ToolBox(
+            ToolPolicy(),
+            ToolEnv(state=read.state, staged=[], card={}, clock=service.clock, random=service.rng),
+        ),
+        events=service.events,
+        on_text=None,
+        where={"branch": branch.name, "floor": head + 1, "dry_run": True},
+    )
+    result, macros = generation.assemble_only()
+    return {
+        "mode": result.ir.mode,
+        "messages": [m.to_json() for m in result.ir.messages],
+        "world_info": [e.to_json() for e in result.world_info.activated],
+        "macro": {
+            "phase": macros.phase,
+            "warnings": [w.to_json() for w in macros.warnings],
+            "mutations": [m.to_json() for m in macros.mutations],
+        },
+        "budget": result.ir.budget.to_json(),
+        "warnings": list(result.ir.warnings),
+    }
+
+
+def _count_entries(book: object) -> int:
+    entries = book.get("entries") if isinstance(book, Mapping) else None
+    return len(entries) if isinstance(entries, list | dict) else 0

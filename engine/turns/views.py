@@ -1,0 +1,49 @@
+"""Floors as front ends show them (:class:`~engine.turns.api.ReplyView`).
+
+Front ends count pages among the *committed* pages of a floor (a failed regenerate leaves a
+page behind that is never shown), so page ``n`` of a view is the n-th committed page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.timeline.values import FloorView, Page
+from engine.turns.api import ReplyView, SessionKey
+
+
+def committed_numbers(pages: Sequence[Page]) -> list[int]:
+    """The numbers of the committed pages, in order."""
+    return [p.number for p in sorted(pages, key=lambda p: p.number) if p.status == "committed"]
+
+
+def shown_index(pages: Sequence[Page], number: int | None) -> int:
+    """The 1-based position of page ``number`` among the committed pages (0: not there)."""
+    numbers = committed_numbers(pages)
+    return numbers.index(number) + 1 if number in numbers else 0
+
+
+def page_number(pages: Sequence[Page], index: int) -> int | None:
+    """The page number shown as position ``index`` (1-based), if any."""
+    numbers = committed_numbers(pages)
+    return numbers[index - 1] if 1 <= index <= len(numbers) else None
+
+
+def reply_view(key: SessionKey, view: FloorView) -> ReplyView:
+    """The active page of one floor."""
+    replies = [m for m in view.replies if not m.hidden]
+    character = next((m.speaker_name for m in replies if m.speaker_name), "") or ""
+    return ReplyView(
+        session=key,
+        branch=view.branch_name,
+        floor=view.floor.seq,
+        page=shown_index(view.pages, view.floor.active_page),
+        pages=len(committed_numbers(view.pages)),
+        text="\n".join(m.display for m in replies),
+        character=character,
+    )
+
+
+def views_of(key: SessionKey, floors: Sequence[FloorView]) -> list[ReplyView]:
+    """Views of the floors that are not hidden, oldest first."""
+    return [reply_view(key, f) for f in floors if not f.floor.hidden]

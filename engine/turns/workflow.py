@@ -1,0 +1,393 @@
+"""One generation: steps 2 to 8 of a turn (DESIGN.md section 6), outside any transaction.
+
+:func:`generate` takes what :mod:`engine.turns.context` read, runs the director (optional),
+assembles the prompt with macros in the ``assemble`` phase, streams the narrator's reply
+(calling tools between rounds), extracts summary tags *before* the regex scripts run, asks the
+verifier (optional), and returns the page to commit: its text, its staged variable writes
+(macro writes and sandboxed tool writes) and its meta (tool records, timed state, usage...).
+Nothing here touches storage; a failure raises and the caller fails the page.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from engine.errors import GenerationError
+from engine.formats.regex_scripts import RegexScript
+from engine.macros import Mutation as MacroMutation
+from engine.macros import Phase
+from engine.memory import extract_memory_tags
+from engine.ports import (
+    ChatMessage,
+    ChatModel,
+    ChatRequest,
+    ChatResult,
+    Event,
+    EventSink,
+    ToolCall,
+    Usage,
+)
+from engine.prompt.assemble import AssemblyResult, assemble
+from engine.prompt.inputs import (
+    PLACEMENT_AI_OUTPUT,
+    AssemblyInput,
+    InstanceInput,
+    ListHistory,
+)
+from engine.prompt.macro_port import EngineMacros, macro_context
+from engine.prompt.regex_run import Channel, apply_scripts
+from engine.prompt.tokens import counter_for_model
+from engine.turns.api import OnText
+from engine.turns.context import TIMED_STATE_META, TurnRead
+from engine.turns.profiles import (
+    LLMProfile,
+    ProfileSnapshot,
+    Slot,
+    Stage,
+    merge_sampling,
+)
+from engine.turns.tools import ToolBox, ToolRecord
+from engine.variables.values import Mutation, Scope
+
+ModelFor = Callable[[LLMProfile], ChatModel]
+MAX_INSTANCE_CHARS: Final = 4_000
+"""Director or verifier text kept at most."""
+DIRECTOR_PROMPT: Final = (
+    "You direct a role-play. In one or two sentences, tell the narrator what should happen "
+    "next. Do not write the story yourself."
+)
+VERIFIER_PROMPT: Final = (
+    'Check the reply against the character. Answer only JSON: {"verdict": "pass" | "fail", '
+    '"notes": "..."}.'
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnOptions:
+    """The session's choices for this turn."""
+
+    mode: str  # respond | regenerate | continue
+    prompt_mode: str
+    macro_mode: str
+    stages: tuple[Stage, ...]
+    snapshot: ProfileSnapshot
+    previous_text: str = ""
+    seed: int | str = 0
+    phase: Phase = "assemble"
+
+
+@dataclass(slots=True, kw_only=True)
+class Generated:
+    """A page ready to commit."""
+
+    raw: str
+    display: str
+    writes: list[Mutation]
+    meta: dict[str, Any]
+    records: list[ToolRecord] = field(default_factory=list)
+
+
+def staged_from_macros(mutations: Sequence[MacroMutation]) -> list[Mutation]:
+    """Macro writes as staged page writes: SillyTavern local writes land in the branch scope,
+    global writes in the realm's global scope (DESIGN.md section 3)."""
+    out: list[Mutation] = []
+    for m in mutations:
+        scope: Scope = "global" if m.scope == "global" else "branch"
+        if m.kind == "delete":
+            out.append(Mutation.delete(scope, m.key))
+        else:
+            out.append(Mutation.set(scope, m.key, m.value))
+    return out
+
+
+class Generation:
+    """Runs one generation; see the module docstring."""
+
+    def __init__(
+        self,
+        read: TurnRead,
+        options: TurnOptions,
+        *,
+        model_for: ModelFor,
+        tools: ToolBox,
+        events: EventSink,
+        on_text: OnText | None,
+        where: Mapping[str, Any],
+    ) -> None:
+        self.read = read
+        self.options = options
+        self.model_for = model_for
+        self.tools = tools
+        self.events = events
+        self.on_text = on_text
+        self.where = dict(where)
+        self.meta: dict[str, Any] = {}
+        self.usage: dict[str, dict[str, int]] = {}
+
+    def emit(self, name: str, **payload: Any) -> None:
+        """An event about this generation (its floor and page are always included)."""
+        self.events.emit(Event(name=name, payload={**self.where, **payload}))
+
+    # ------------------------------------------------------------------ the run
+
+    async def run(self) -> Generated:
+        """Steps 2..8; raises on any failure."""
+        instances: list[InstanceInput] = []
+        if "director" in self.options.stages:
+            text = await self._instance("director", DIRECTOR_PROMPT, self._recent_text())
+            if text:
+                instances.append(InstanceInput(slot="director", text=text))
+                self.meta["director"] = text
+        assembled, macros = self._assemble(instances)
+        reply = await self._narrate(assembled)
+        raw_full = self.options.previous_text + reply
+        extracted = extract_memory_tags(raw_full, role="assistant")
+        if extracted.items:
+            summaries = [{"tag": i.tag, "text": i.text} for i in extracted.items]
+            self.meta["summaries"] = summaries
+            self.emit("memory.extracted", items=summaries, source="summary_tags")
+        stored = self._regex(extracted.visible_text, "store")
+        display = self._regex(stored, "display")
+        if "verifier" in self.options.stages:
+            verdict = await self._instance("verifier", VERIFIER_PROMPT, stored)
+            self.meta["verifier"] = _verdict(verdict)
+        if "memory_agent" in self.options.stages:
+            self.meta["memory_agent"] = "not run: long-term memory is not wired into turns yet"
+        writes = staged_from_macros(
+            [d.item for d in macros.mutations if isinstance(d.item, MacroMutation)]
+        )
+        writes.extend(self.tools.env.staged)
+        self.meta[TIMED_STATE_META] = assembled.timed_state.to_json()
+        self.meta["tool_records"] = [r.to_json() for r in self.tools.records]
+        self.meta["usage"] = self.usage
+        self.meta["profiles"] = {
+            slot: {"profile": r.profile.id, "model": r.profile.model, "source": r.source}
+            for slot, r in self.options.snapshot.by_slot.items()
+        }
+        if macros.warnings:
+            self.meta["macro_warnings"] = [w.to_json() for w in macros.warnings[:50]]
+        return Generated(
+            raw=stored,
+            display=display,
+            writes=writes,
+            meta=self.meta,
+            records=list(self.tools.records),
+        )
+
+    # ------------------------------------------------------------------ assembly
+
+    def _assemble(self, instances: list[InstanceInput]) -> tuple[AssemblyResult, EngineMacros]:
+        read = self.read
+        assets = read.assets
+        local = read.state.local()
+        context = macro_context(
+            assets.character,
+            user_name=read.user_name,
+            recent=read.history,
+            user_input=read.user_input or "",
+            local=local,
+            global_vars=dict(read.state.global_),
+            seed=self.options.seed,
+            chat_id=f"{read.session.platform}:{read.session.key}",
+        )
+        context.prompt_mode = self.options.prompt_mode
+        macros = EngineMacros(
+            context,
+            phase=self.options.phase,
+            history_access=_access(self.options.macro_mode),
+            trace=self.options.phase == "dry_run",
+        )
+        generation_type = {"regenerate": "regenerate", "continue": "continue"}.get(
+            self.options.mode, "normal"
+        )
+        narrator = self.options.snapshot.profile("narrator")
+        mode = self.options.prompt_mode
+        inp = AssemblyInput(
+            preset=assets.preset,
+            character=assets.character,
+            history=ListHistory(read.history),
+            user_name=read.user_name,
+            user_input=read.user_input,
+            books=assets.books,
+            timed_state=read.timed_state,
+            mode=mode if mode in ("compat_strict", "compat_plus", "native") else "compat_strict",  # type: ignore[arg-type]
+            generation_type=generation_type,
+            seed=self.options.seed,
+            instances=instances,
+        )
+        scripts = assets.scripts
+
+        def prompt_regex(text: str, *, placement: int, depth: int | None) -> str:
+            if not scripts:
+                return text
+            return apply_scripts(
+                text, scripts, placement=placement, channel="prompt", depth=depth
+            ).text
+
+        result = assemble(
+            inp, macros=macros, regex=prompt_regex, tokens=counter_for_model(narrator.model)
+        )
+        if result.world_info.activated:
+            self.emit(
+                "worldbook.matched",
+                entries=[e.to_json() for e in result.world_info.activated],
+            )
+        return result, macros
+
+    def assemble_only(self) -> tuple[AssemblyResult, EngineMacros]:
+        """Only the prompt (a dry run): no model call, nothing staged for a commit."""
+        return self._assemble([])
+
+    # ------------------------------------------------------------------ the narrator
+
+    async def _narrate(self, assembled: AssemblyResult) -> str:
+        profile = self.options.snapshot.profile("narrator")
+        model = self.model_for(profile)
+        preset = self.read.assets.preset
+        sampling = merge_sampling(
+            {"temperature": preset.sampling.temperature, "top_p": preset.sampling.top_p},
+            profile.sampling,
+        )
+        messages: list[ChatMessage] = [
+            ChatMessage(role=m.role, content=m.content, name=m.name) for m in assembled.ir.messages
+        ]
+        policy = self.tools.policy
+        self.emit(
+            "generation.started",
+            slot="narrator",
+            model=profile.model,
+            profile=profile.id,
+            prompt_tokens=assembled.ir.budget.total_tokens,
+            budget=assembled.ir.budget.available,
+        )
+        step = 0
+        while True:
+            offer = self.tools.specs("narrator") if step < policy.max_steps else ()
+            request = ChatRequest(
+                model=profile.model,
+                messages=tuple(messages),
+                max_tokens=profile.max_tokens or preset.openai_max_tokens,
+                sampling=sampling,
+                tools=offer,
+                timeout_s=profile.timeout_s,
+                metadata=self._metadata("narrator"),
+            )
+            result = await self._stream(model, request)
+            self._add_usage("narrator", result.usage)
+            if not result.tool_calls or not offer:
+                self.emit(
+                    "generation.completed",
+                    slot="narrator",
+                    text=result.text,
+                    usage=self.usage.get("narrator", {}),
+                )
+                return result.text
+            step += 1
+            messages.append(
+                ChatMessage(role="assistant", content=result.text, tool_calls=result.tool_calls)
+            )
+            for call in result.tool_calls:
+                record = await self._tool(call, step)
+                messages.append(
+                    ChatMessage(role="tool", content=record.result, tool_call_id=call.id)
+                )
+
+    async def _tool(self, call: ToolCall, step: int) -> ToolRecord:
+        self.emit("tool.call_started", slot="narrator", tool=call.name, step=step)
+        record = await self.tools.call("narrator", call, step=step)
+        name = {"ok": "tool.call_completed", "denied": "tool.call_denied"}.get(
+            record.status, "tool.call_failed"
+        )
+        self.emit(name, slot="narrator", tool=call.name, step=step, result=record.result)
+        return record
+
+    async def _stream(self, model: ChatModel, request: ChatRequest) -> ChatResult:
+        stream = model.stream(request)
+        text = ""
+        prefix = self.options.previous_text
+        try:
+            async for chunk in stream:
+                if not chunk.text:
+                    continue
+                text += chunk.text
+                self.emit("generation.chunk", slot="narrator", text=chunk.text)
+                if self.on_text is not None:
+                    shown = extract_memory_tags(prefix + text, role="assistant").visible_text
+                    await self.on_text(shown)
+        except BaseException:
+            await stream.aclose()
+            raise
+        return stream.result
+
+    # ------------------------------------------------------------------ other instances
+
+    async def _instance(self, slot: Slot, instruction: str, content: str) -> str:
+        profile = self.options.snapshot.profile(slot)
+        model = self.model_for(profile)
+        request = ChatRequest(
+            model=profile.model,
+            messages=(
+                ChatMessage(role="system", content=instruction),
+                ChatMessage(role="user", content=content or "(the story begins)"),
+            ),
+            max_tokens=profile.max_tokens or 300,
+            sampling=dict(profile.sampling),
+            timeout_s=profile.timeout_s,
+            metadata=self._metadata(slot),
+        )
+        self.emit("generation.started", slot=slot, model=profile.model, profile=profile.id)
+        result = await model.complete(request)
+        self._add_usage(slot, result.usage)
+        self.emit("generation.completed", slot=slot, text=result.text)
+        return result.text.strip()[:MAX_INSTANCE_CHARS]
+
+    def _recent_text(self) -> str:
+        lines = [f"{line.name}: {line.text}" for line in self.read.history[-6:]]
+        if self.read.user_input:
+            lines.append(f"{self.read.user_name}: {self.read.user_input}")
+        return "\n".join(lines)
+
+    def _metadata(self, slot: str) -> dict[str, str]:
+        return {
+            "character": self.read.assets.character.name,
+            "user": self.read.user_name,
+            "slot": slot,
+        }
+
+    def _add_usage(self, slot: str, usage: Usage) -> None:
+        total = self.usage.setdefault(slot, {"prompt_tokens": 0, "completion_tokens": 0})
+        total["prompt_tokens"] += usage.prompt_tokens
+        total["completion_tokens"] += usage.completion_tokens
+
+    def _regex(self, text: str, channel: Channel) -> str:
+        scripts: Sequence[RegexScript] = self.read.assets.scripts
+        if not scripts:
+            return text
+        run = apply_scripts(text, scripts, placement=PLACEMENT_AI_OUTPUT, channel=channel)
+        if run.text != text:
+            self.emit("regex.applied", channel=channel, before=text, after=run.text)
+        return run.text
+
+
+def _access(macro_mode: str) -> str:
+    return {"full": "full", "off": "off"}.get(macro_mode, "read_only")
+
+
+def _verdict(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {"verdict": "unknown", "notes": text[:MAX_INSTANCE_CHARS]}
+    if not isinstance(data, dict):
+        return {"verdict": "unknown", "notes": text[:MAX_INSTANCE_CHARS]}
+    return {"verdict": str(data.get("verdict", "unknown")), "notes": str(data.get("notes", ""))}
+
+
+def generation_error(exc: BaseException) -> str:
+    """What the user is told when a generation fails."""
+    if isinstance(exc, GenerationError):
+        return f"the model call failed: {exc}"
+    return str(exc) or type(exc).__name__
