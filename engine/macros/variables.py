@@ -128,7 +128,10 @@ def add(env: MacroEnv, scope: Scope, key: str, value: Any, source: str) -> Any:
     if is_nan(total):
         return ""
     result = js_number(total)
-    return result if set_value(env, scope, key, result, source) else None
+    # SillyTavern stores the number; inside a Core Profile path the leaf is stored as text,
+    # as the Core Profile stores every scalar it writes.
+    stored_number: Any = to_display(result) if paths.is_path(store_of(env, scope), key) else result
+    return result if set_value(env, scope, key, stored_number, source) else None
 
 
 def _pushed(current: Any, value: Any) -> list[Any] | None:

@@ -81,7 +81,7 @@ def test_structured_paths_read_write_delete() -> None:
     result = run("{{setvar::stats.hp::10}}{{.stats.mp = 3}}{{addvar::stats.hp::5}}{{.stats.hp}}")
     assert result.text == "15"
     assert [m.key for m in result.mutations] == ["stats", "stats", "stats"]
-    assert result.mutations[-1].value == {"hp": 15, "mp": "3"}
+    assert result.mutations[-1].value == {"hp": "15", "mp": "3"}
     context = ctx(local={"inv": {"big sword": 2, "x.y": "dot"}})
     assert text("{{getvar::inv[\"big sword\"]}}|{{.inv['x.y']}}", context) == "2|dot"
     context = ctx(local={"a": {"b": 1, "c": 2}})
