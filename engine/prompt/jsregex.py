@@ -16,8 +16,9 @@ Translation rules (JS -> Python) that matter for real files:
 * syntax JS rejects and Python would accept (``(?i)``, ``(?>...)``, ``a*+``...) is rejected.
 
 Known gaps (documented, not emulated): without ``u`` JS works on UTF-16 code units (``.`` can
-match half a surrogate pair); with ``i`` and no ``u``, JS does not fold ``ſ``/``K`` into ASCII
-letters while Python does for literal letters.
+match half of an astral character, and an empty match can fall between its halves); ``\\P{...}``
+with ``i`` and ``u``; a character range that spans ``ſ``/``K`` under ``i`` without ``u``.
+Checked against Node on thousands of random patterns and inputs.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ match: ``{{match}}`` becomes ``$0``, then every ``$N`` / ``$<name>`` is replaced
 (trim strings removed from it; an empty or missing capture gives ``""``; ``$N`` past the last
 group reads JS's extra callback arguments: the UTF-16 offset, then the whole input). Nothing else
 is special: ``$&``, ``$$``, ``$``' and ``$```` stay literal. Macros run last, on the assembled
-replacement.
+replacement. Where ST's own code would throw (``$N`` naming the named-groups object, or a
+non-zero offset with trimStrings set) the script is skipped with a "script_error" warning.
 
 Every match runs under ``timeout_s``: a pattern that backtracks catastrophically is abandoned,
 the text is left as it was and a warning says which script was skipped.
@@ -37,7 +38,11 @@ class MacroRenderer(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RegexWarning:
-    """Why a script did not run as written: ``code`` is "invalid_regex" or "timeout"."""
+    """Why a script did not run as written.
+
+    ``code``: "invalid_regex" (JS cannot compile it: inert), "timeout" (gave up after the
+    timeout: skipped) or "script_error" (SillyTavern itself would throw here: skipped).
+    """
 
     code: str
     script_id: str
@@ -153,6 +158,8 @@ def run_script(
     replacer = _Replacer(compiled, script.replace_string, trims, render_macros, text)
     try:
         result = js_replace(compiled, text, replacer, timeout_s=timeout_s)
+    except _ScriptError as exc:
+        return RegexRun(text=text, warnings=(_warning(script, "script_error", f"{exc}; skipped"),))
     except TimeoutError:
         return RegexRun(
             text=text,
@@ -197,7 +204,11 @@ class _Replacer:
 
     def reference(self, match: regex.Match[str], ref: regex.Match[str]) -> str:
         if ref.group(1) is not None:
-            value = self.argument(match, int(ref.group(1)))
+            index = int(ref.group(1))
+            value = self.argument(match, index)
+            if value and self.trims and index == self.compiled.group_count + 1:
+                # ST calls String.replaceAll on the offset, a number: a TypeError in JS.
+                raise _ScriptError(f"${index} is the match offset, which trimStrings cannot trim")
         else:
             number = self.compiled.group_names.get(ref.group(2))
             value = match.group(number) if number is not None else None
@@ -219,5 +230,10 @@ class _Replacer:
         if index == groups + 2:
             return self.text
         if index == groups + 3 and self.compiled.group_names:
-            return "[object Object]"  # the groups object, stringified
+            # JS passes the null-prototype groups object, which cannot become text: TypeError.
+            raise _ScriptError(f"${index} is the named-groups object, which is not text")
         return None
+
+
+class _ScriptError(Exception):
+    """Where SillyTavern's own replacement code would throw; the script is then skipped."""

@@ -51,6 +51,18 @@ def test_replacement_quirks() -> None:
     )
 
 
+def test_where_st_itself_throws_the_script_is_skipped() -> None:
+    # $N naming the named-groups object: JS cannot turn that object into text.
+    run = run_script(script(findRegex="/(?<n>a)/", replaceString="[$4]"), "ka")
+    assert (run.text, [w.code for w in run.warnings]) == ("ka", ["script_error"])
+    # the offset is a number: trimming it calls replaceAll on a number in ST
+    run = run_script(script(findRegex="/a/", replaceString="$1", trimStrings=["x"]), "ka")
+    assert (run.text, [w.code for w in run.warnings]) == ("ka", ["script_error"])
+    # ...unless the offset is 0 (falsy, so it is never trimmed)
+    run = run_script(script(findRegex="/a/", replaceString="[$1]", trimStrings=["x"]), "ak")
+    assert (run.text, run.warnings) == ("[]k", ())
+
+
 def test_trim_strings_apply_to_captures_only() -> None:
     s = script(findRegex="/(\\w+)/", replaceString="trim:{{match}}/$1", trimStrings=["i", "m"])
     assert run_script(s, "mimic").text == "trim:c/c"
