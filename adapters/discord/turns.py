@@ -85,6 +85,7 @@ class Turns:
         self.undelivered = 0
         self.service_s = 0.0  # time spent inside respond() (the model and the engine)
         self.floor_s = 0.0  # time from a floor's flush to its delivered reply
+        self.held_s = 0.0  # time a floor held its branch (outlet, generation, delivery)
         self.floors_done = 0
 
     def forget_session(self, key: SessionKey) -> None:
@@ -107,6 +108,7 @@ class Turns:
         await self.sessions.ensure_branch(place, binding)
         begun = asyncio.get_running_loop().time()
         async with self.branch_lock(place.key, place.branch):
+            held_from = asyncio.get_running_loop().time()
             stream = await self._stream(place, binding, previous=None)
             started = asyncio.get_running_loop().time()
             try:
@@ -124,6 +126,7 @@ class Turns:
             speakers = frozenset(line.speaker.id for line in lines)
             record = ReplyRecord(place, view.floor, view.page, view.pages, speakers, Delivered())
             await self._deliver(stream, record, view)
+            self.held_s += asyncio.get_running_loop().time() - held_from
         self.floors_done += 1
         self.floor_s += asyncio.get_running_loop().time() - begun
         for line in lines:
