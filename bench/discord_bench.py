@@ -49,7 +49,9 @@ NOTES = """
   quiet the policy waits for before the floor starts.
 - With the budget lifted, the same load shows the bot's own overhead: what is left outside
   the model is one generation at a time per channel (three users queue behind each other)
-  and the REST round trips of posting and editing.
+  and the REST round trips of posting and editing. Under that load (hundreds of calls per
+  second in one process) the fake model's own sleeps overrun, so its measured time per
+  floor is above 200 ms.
 - CPU time is small (a few ms per reply for the bot, discord.py and the fake together): the
   time outside the model is waiting, not work.
 - 429s are scripted on webhook posts (about 5% of them, `retry_after` 0.2 s); discord.py waits
