@@ -20,9 +20,12 @@ if TYPE_CHECKING:
 def eval_dynamic_text(
     env: MacroEnv, m: Macro, scoped: Scoped | None, value: str, depth: int, delta: int
 ) -> str:
+    """A call-local macro given as text: it takes no arguments and is never re-scanned."""
     env.use(m.lname)
     if m.args or scoped is not None:
         args = [env.eval_arg(a, depth + 1, delta) for a in m.args]
+        if scoped is not None:
+            args.append(env.eval_arg(scoped.content, depth + 1, delta))
         env.warn(
             d.MACRO_ARG_ARITY_INVALID,
             f"call-local macro '{m.name}' takes no arguments",
@@ -38,6 +41,8 @@ def eval_dynamic_text(
 
 
 def eval_unknown(env: MacroEnv, m: Macro, scoped: Scoped | None, depth: int, delta: int) -> str:
+    """An unregistered name: its arguments still run; a bare name reads a variable (local
+    view, then global, as at the start of the evaluation); otherwise it stays raw."""
     from engine.macros.variables import MISSING, snapshot_value
 
     args = [
@@ -73,6 +78,7 @@ def eval_unknown(env: MacroEnv, m: Macro, scoped: Scoped | None, depth: int, del
 
 
 def blocked_write(env: MacroEnv, m: Macro, scoped: Scoped | None, definition: MacroDef) -> str:
+    """A write macro where writes are not allowed: raw in read-only text, empty in ``commit``."""
     raw = m.src[m.start : (scoped or m).end]
     if env.write_block == "read_only":
         env.warn(
