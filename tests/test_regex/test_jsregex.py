@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from engine.prompt.jsregex import (
     MAX_PATTERN_CHARS,
+    REGEX_CACHE_SIZE,
     JsRegexError,
     compile_js,
     js_replace,
@@ -173,3 +174,10 @@ def test_fuzz_compile_only_raises_js_regex_error(pattern: str, flags: str) -> No
         return
     with contextlib.suppress(TimeoutError):  # a pathological pattern may time out: that is fine
         compiled.pattern.search("ab(c)[😀]\n12", timeout=0.05)
+
+
+def test_compiled_patterns_are_cached_up_to_the_limit() -> None:
+    from engine.prompt import jsregex
+
+    assert compile_js("cached", "g") is compile_js("cached", "g")
+    assert jsregex._compile_cached.cache_info().maxsize == REGEX_CACHE_SIZE == 1000
