@@ -436,3 +436,46 @@ _NAMED_REF = regex.compile(r"<([A-Za-z_$\p{L}][\w$\p{L}\p{N}]*)>")
 _HEX2 = regex.compile(r"[0-9A-Fa-f]{2}")
 _HEX4 = regex.compile(r"[0-9A-Fa-f]{4}")
 _HEX_BRACED = regex.compile(r"\{([0-9A-Fa-f]{1,6})\}")
+
+
+def has_nested_quantifier(source: str) -> bool:
+    """Whether a repeated group itself holds an unbounded repeat, as in ``(a+)+`` or ``(a*b)*``.
+
+    That shape can backtrack exponentially; it is only a risk, not an error (the ``regex``
+    package solves many such cases quickly, and every match runs under a timeout anyway).
+    """
+    inner_unbounded: list[bool] = []  # per open group: does it hold an unbounded repeat?
+    pos = 0
+    in_class = False
+    last_group_unbounded = False  # the group that just closed held an unbounded repeat
+    while pos < len(source):
+        ch = source[pos]
+        if ch == "\\":
+            pos += 2
+            last_group_unbounded = False
+            continue
+        if in_class:
+            in_class = ch != "]"
+            pos += 1
+            continue
+        unbounded = ch in "*+" or (ch == "{" and _OPEN_BRACES.match(source, pos) is not None)
+        if unbounded:
+            if last_group_unbounded:
+                return True
+            if inner_unbounded:
+                inner_unbounded[-1] = True
+        last_group_unbounded = False
+        if ch == "[":
+            in_class = True
+        elif ch == "(":
+            inner_unbounded.append(False)
+        elif ch == ")" and inner_unbounded:
+            held = inner_unbounded.pop()
+            last_group_unbounded = held
+            if held and inner_unbounded:
+                inner_unbounded[-1] = True
+        pos += 1
+    return False
+
+
+_OPEN_BRACES = regex.compile(r"\{[0-9]+,\}")

@@ -22,6 +22,7 @@ from typing import Literal, Protocol
 import regex  # type: ignore[import-untyped]  # no stubs are installed
 
 from engine.formats.regex_scripts import RegexScript, SubstituteRegex
+from engine.prompt.js_translate import has_nested_quantifier
 from engine.prompt.jsregex import JsRegex, js_replace, parse_script_regex
 
 # Wall-clock bound for one script on one text (all its matches and replacements together).
@@ -41,7 +42,8 @@ class RegexWarning:
     """Why a script did not run as written.
 
     ``code``: "invalid_regex" (JS cannot compile it: inert), "timeout" (gave up after the
-    timeout: skipped) or "script_error" (SillyTavern itself would throw here: skipped).
+    timeout: skipped), "script_error" (SillyTavern itself would throw here: skipped) or, from
+    :func:`lint_script` only, "backtracking_risk".
     """
 
     code: str
@@ -104,6 +106,30 @@ def script_is_eligible(
         if script.max_depth is not None and script.max_depth >= 0 and depth > script.max_depth:
             return False
     return placement in script.placement
+
+
+def lint_script(script: RegexScript) -> tuple[RegexWarning, ...]:
+    """What an importer should tell the user about a script before it ever runs.
+
+    "invalid_regex": JS cannot compile ``findRegex``, so the script is inert. "backtracking_risk":
+    a repeated group holds an unbounded repeat (``(a+)+$``), the classic catastrophic pattern;
+    it still runs, under ``REGEX_TIMEOUT_S`` like every script.
+    """
+    if not script.find_regex:
+        return ()
+    compiled = parse_script_regex(script.find_regex)
+    if compiled is None:
+        return (_warning(script, "invalid_regex", f"cannot compile {script.find_regex!r:.120}"),)
+    if has_nested_quantifier(compiled.source):
+        return (
+            _warning(
+                script,
+                "backtracking_risk",
+                f"{compiled.source!r:.120} nests unbounded repeats; it runs under a "
+                f"{REGEX_TIMEOUT_S}s timeout",
+            ),
+        )
+    return ()
 
 
 def apply_scripts(

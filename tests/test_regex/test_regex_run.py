@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from engine.formats.regex_scripts import RegexScript, parse_regex_script
+from engine.formats.regex_scripts import RegexScript, parse_regex_script, parse_regex_scripts
 from engine.prompt.regex_run import (
     REGEX_TIMEOUT_S,
     apply_scripts,
+    lint_script,
     run_script,
     sanitize_regex_macro,
     script_is_eligible,
@@ -145,11 +147,32 @@ def test_placement_and_order() -> None:
 
 
 def test_catastrophic_pattern_from_an_imported_file_cannot_stall() -> None:
-    """`(a+)+$` on "a"*40 + "!": the `regex` engine finishes it (no match), text unchanged."""
-    bad = script(findRegex="/(a+)+$/", replaceString="X")
+    """`(a+)+$` on "a"*40 + "!": flagged on import, and running it ends (no match)."""
+    data = json.dumps([{"scriptName": "evil", "findRegex": "/(a+)+$/", "placement": [1]}])
+    (bad,) = parse_regex_scripts(data.encode(), source="evil.json")
+    assert [(w.code, w.script_name) for w in lint_script(bad)] == [("backtracking_risk", "evil")]
     run = apply_scripts("a" * 40 + "!", [bad], placement=1, channel="store")
+    # the `regex` engine rejects this one quickly; a pattern it cannot solve times out (below)
     assert run.text == "a" * 40 + "!"
     assert run.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("find", "codes"),
+    [
+        ("/(a*b)*c/", ["backtracking_risk"]),
+        ("/(?:\\w+\\s?)+$/", ["backtracking_risk"]),
+        ("/(a{2,})*/", ["backtracking_risk"]),
+        ("/(a|b)+/", []),
+        ("/(a{2})+/", []),
+        ("/\\(a+\\)+/", []),
+        ("/[(a+)]+/", []),
+        ("/(?i)a/", ["invalid_regex"]),
+        ("", []),
+    ],
+)
+def test_lint(find: str, codes: list[str]) -> None:
+    assert [w.code for w in lint_script(script(findRegex=find))] == codes
 
 
 def test_pattern_that_exhausts_the_timeout_is_skipped_with_a_warning() -> None:
