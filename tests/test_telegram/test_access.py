@@ -87,3 +87,19 @@ async def test_allow_list_refuses_other_private_chats(harness: Harness) -> None:
     await harness.wait_text(room_a["id"], lambda t: t.endswith("hello"))
     opened = [c[1] for c in harness.service.calls if c[0] == "open_session"]
     assert all(key.realm == str(alice["id"]) for key in opened)
+
+
+async def test_group_commands_addressed_to_another_bot_are_ignored(harness: Harness) -> None:
+    await harness.start()
+    srv = harness.server
+    owner = srv.new_user("Olga")
+    group = srv.group("G", owner=owner)
+    await srv.send_text(group, owner, "/start@tavern_bot")
+    await harness.wait_text(group["id"], lambda t: t.startswith("Session ready"))
+    await srv.send_text(group, owner, "/setvar x 1")
+    await harness.wait_text(group["id"], lambda t: t.startswith("Set x"))
+    await srv.send_text(group, owner, "/vars@other_bot")
+    await srv.send_text(group, owner, "/vars@tavern_bot")
+    await harness.wait_text(group["id"], lambda t: t.startswith("Variables"))
+    texts = harness.texts(group["id"])
+    assert len([t for t in texts if t.startswith("Variables")]) == 1
