@@ -1,0 +1,276 @@
+"""The composition root: build the engine on real adapters, run the front ends, shut down.
+
+:class:`Application` owns the long-lived pieces (the database, the model pool, the event bus,
+the :class:`~engine.turns.service.TavernService`) in one ``AsyncExitStack``: the database is
+migrated when it opens, interrupted turns are failed (recovery), and everything is closed in
+reverse order. :func:`run` starts every configured platform (Discord, Telegram) or, with none,
+the console; it is the only place that installs signal handlers (SIGINT/SIGTERM stop it).
+:func:`chat` plays one console session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import AsyncExitStack
+from typing import Any, TextIO
+
+from adapters.console.frontend import ConsoleFrontend, stdin_lines
+from adapters.llm import OFFLINE_ANNOUNCEMENT, ChatModelPool
+from adapters.secrets import build_secret_cipher
+from adapters.storage import SqlStorage, open_storage
+from bot.config import Settings
+from bot.events import EventBus
+from engine.ports import ChatModel
+from engine.turns.api import SessionKey
+from engine.turns.profiles import ENVIRONMENT_KEY_VARIABLE, LLMProfile, environment_profile
+from engine.turns.service import TavernService
+
+log = logging.getLogger(__name__)
+
+CONSOLE_REALM = "local"
+SHUTDOWN_GRACE_S = 5.0
+"""How long running front ends get to finish when the process is asked to stop."""
+
+
+def _secret(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = value.get_secret_value() if hasattr(value, "get_secret_value") else str(value)
+    return text or None
+
+
+class Application:
+    """The engine and its adapters, opened with ``async with Application(settings) as app``."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.events = EventBus()
+        self.stack = AsyncExitStack()
+        self.storage: SqlStorage | None = None
+        self.pool = ChatModelPool()
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self._service: TavernService | None = None
+
+    @property
+    def service(self) -> TavernService:
+        """The role-play service (after the application opened)."""
+        if self._service is None:
+            raise RuntimeError("the application is not open")
+        return self._service
+
+    @property
+    def offline(self) -> bool:
+        """Whether replies come from the offline provider."""
+        return self.settings.uses_offline_model
+
+    def default_profile(self) -> LLMProfile:
+        """The environment profile (``[llm]`` settings), used when no profile is bound."""
+        llm = self.settings.llm
+        return environment_profile(
+            provider="offline" if self.offline else "openai",
+            base_url=None if self.offline else llm.base_url,
+            model=llm.model,
+            timeout_s=llm.timeout_s,
+            max_retries=llm.max_retries,
+            api_key_ref=ENVIRONMENT_KEY_VARIABLE,
+        )
+
+    async def __aenter__(self) -> Application:
+        try:
+            self.storage = await open_storage(
+                self.settings.database.url, echo=self.settings.database.echo
+            )
+            self.stack.push_async_callback(self.storage.close)
+            self.stack.push_async_callback(self.pool.aclose)
+            self.stack.push_async_callback(self._cancel_tasks)
+            environ = dict(os.environ)
+            key = _secret(self.settings.llm.api_key)
+            if key:
+                environ[ENVIRONMENT_KEY_VARIABLE] = key
+            cipher = build_secret_cipher(_secret(self.settings.security.secret_key))
+            pool = self.pool
+
+            def model_for(profile: LLMProfile) -> ChatModel:
+                return pool.for_profile(profile, cipher, environ)
+
+            self._service = TavernService(
+                self.storage,
+                model_for=model_for,
+                default_profile=self.default_profile(),
+                events=self.events,
+                cipher=cipher,
+            )
+            failed = await self._service.start()
+            if failed:
+                log.warning("%d interrupted turn(s) were marked failed", len(failed))
+            if self.offline:
+                log.warning("no model endpoint is configured: %s", OFFLINE_ANNOUNCEMENT)
+        except BaseException:
+            await self.stack.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stack.aclose()
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
+        """Start an owned task (cancelled and awaited when the application closes)."""
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    async def _cancel_tasks(self) -> None:
+        tasks = list(self.tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+async def open_console(
+    app: Application,
+    *,
+    session: str,
+    user: str,
+    jsonl: bool,
+    out: TextIO,
+    files: dict[str, list[tuple[str, bytes]]] | None = None,
+    settings: dict[str, Any] | None = None,
+) -> ConsoleFrontend:
+    """Open (or create) console session ``session`` and import the given files into it."""
+    key = SessionKey(platform="console", realm=CONSOLE_REALM, key=session)
+    service = app.service
+    await service.open_session(key)
+    for kind, items in (files or {}).items():
+        for filename, data in items:
+            await service.import_asset(key, kind, filename, data)  # type: ignore[arg-type]
+    if settings:
+        await service.configure(key, **settings)
+    frontend = ConsoleFrontend(service=service, key=key, user=user, out=out, jsonl=jsonl)
+    if app.offline:
+        frontend._emit("info", message=f"no model endpoint configured: {OFFLINE_ANNOUNCEMENT}")
+    return frontend
+
+
+class SignalOwner:
+    """The one place that handles SIGINT and SIGTERM: both set :attr:`stop`."""
+
+    def __init__(self) -> None:
+        self.stop = asyncio.Event()
+        self._installed: list[signal.Signals] = []
+
+    def __enter__(self) -> SignalOwner:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.stop.set)
+                self._installed.append(sig)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in self._installed:
+            loop.remove_signal_handler(sig)
+
+
+async def _until(stop: asyncio.Event, *tasks: asyncio.Task[Any]) -> None:
+    waiter = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({waiter, *tasks}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiter
+
+
+async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | None = None) -> int:
+    """``tavernbot run``: every configured platform in one process, the console when none."""
+    async with Application(settings) as app, AsyncExitStack() as fronts:
+        started: list[str] = []
+        if _secret(settings.discord.token):
+            from adapters.discord.options import DiscordOptions
+            from adapters.discord.runner import DiscordRunner
+
+            d = settings.discord
+            discord_runner = DiscordRunner(
+                app.service,
+                DiscordOptions(
+                    token=_secret(d.token) or "",
+                    api_base=d.api_base,
+                    gateway_url=d.gateway_url,
+                    game_master_role=d.game_master_role,
+                    allow_dms=d.allow_dms,
+                    reply_policy=d.reply_policy,
+                    quiet_period_s=d.quiet_period_s,
+                    channels=dict(d.channels),
+                ),
+            )
+            await discord_runner.start()
+            fronts.push_async_callback(discord_runner.close)
+            started.append("discord")
+        if _secret(settings.telegram.token):
+            from adapters.telegram.config import TelegramConfig
+            from adapters.telegram.runner import TelegramRunner
+
+            telegram_runner = TelegramRunner(
+                app.service, TelegramConfig.from_section(settings.telegram)
+            )
+            await telegram_runner.start()
+            fronts.push_async_callback(telegram_runner.stop)
+            started.append("telegram")
+        with SignalOwner() as signals:
+            if started:
+                log.info("serving %s; stop with Ctrl-C", ", ".join(started))
+                await signals.stop.wait()
+                return 0
+            console = settings.console
+            frontend = await open_console(
+                app, session=console.session, user=console.user, jsonl=False, out=sys.stdout
+            )
+            task = app.spawn(frontend.run((lines or stdin_lines)()), name="console")
+            await _until(signals.stop, task)
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+        return 0
+
+
+async def chat(
+    settings: Settings,
+    *,
+    session: str,
+    user: str,
+    jsonl: bool,
+    files: dict[str, list[tuple[str, bytes]]],
+    session_settings: dict[str, Any] | None = None,
+    lines: Callable[[], AsyncIterator[str]] | None = None,
+    out: TextIO | None = None,
+) -> int:
+    """``tavernbot chat``: play one console session until the input ends or ``/quit``."""
+    async with Application(settings) as app:
+        frontend = await open_console(
+            app,
+            session=session,
+            user=user,
+            jsonl=jsonl,
+            out=out or sys.stdout,
+            files=files,
+            settings=session_settings,
+        )
+        with SignalOwner() as signals:
+            task = app.spawn(frontend.run((lines or stdin_lines)()), name="console")
+            await _until(signals.stop, task)
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            elif not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+    return 0
