@@ -1,0 +1,91 @@
+"""A process killed (SIGKILL) while a reply streams leaves a failed floor after the restart and
+a consistent database; a 500 mid-stream shows an error and the next message works."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from adapters.storage import open_storage
+from bot.app import chat
+from bot.config import load_settings
+from tests.fakes.openai_server import FakeOpenAIServer, FakeReply
+from tests.test_e2e.console import ConsoleProcess, chat_env
+
+pytestmark = pytest.mark.timeout(120)
+
+
+async def test_sigkill_during_a_streamed_reply(tmp_path: Path) -> None:
+    db = tmp_path / "crash.db"
+    async with FakeOpenAIServer(max_requests=20, lifetime_s=100.0) as fake:
+        env = chat_env(db, fake.base_url)
+        proc = await ConsoleProcess.start(env, "--session", "crash", cwd=tmp_path)
+        assert (await proc.ask("before"))["floor"] == 1
+        fake.script(FakeReply(text="a slow story " * 40, chunk_chars=4, chunk_delay_s=0.05))
+        await proc.send("tell me a story")
+        await fake.wait_requests(2, timeout_s=20.0)
+        await asyncio.sleep(0.5)  # some chunks are out; the floor is generating
+        assert not fake.chat_requests[1].finished
+        proc.proc.send_signal(signal.SIGKILL)
+        await proc.proc.wait()
+
+        restarted = await ConsoleProcess.start(env, "--session", "crash", cwd=tmp_path)
+        after = await restarted.ask("after the crash")
+        assert (after["floor"], after["text"]) == (2, "echo: after the crash")
+        history = await restarted.ask("/history", kinds=("info",))
+        assert history["message"].startswith("#1")
+        assert await restarted.close() == 0
+
+    storage = await open_storage(f"sqlite+aiosqlite:///{db}", migrate=False)
+    try:
+        async with storage.unit_of_work() as uow:
+            failed = await uow.floors.in_state("failed")
+            assert [f.seq for f in failed] == [2]
+            assert "interrupted" in (failed[0].error or "")
+            assert await uow.floors.in_state("generating") == []
+            assert await uow.floors.in_state("draft") == []
+            assert await uow.pages.in_status("pending") == []
+            committed = await uow.floors.committed(failed[0].branch_id, 1, None)
+            assert [f.seq for f in committed] == [1, 2]
+    finally:
+        await storage.close()
+
+
+async def _lines(items: list[str]) -> AsyncIterator[str]:
+    for item in items:
+        yield item
+
+
+async def test_500_mid_stream_in_the_console(tmp_path: Path) -> None:
+    async with FakeOpenAIServer(max_requests=20, lifetime_s=100.0) as fake:
+        settings = load_settings(environ=chat_env(tmp_path / "c.db", fake.base_url))
+        settings = settings.model_copy(
+            update={"llm": settings.llm.model_copy(update={"max_retries": 0})}
+        )
+        fake.script(
+            FakeReply(text="fine"),
+            FakeReply(text="this breaks halfway", error_after_chunks=1),
+        )
+        out = io.StringIO()
+        code = await chat(
+            settings,
+            session="s",
+            user="Ann",
+            jsonl=True,
+            files={},
+            lines=lambda: _lines(["/setvar mood calm", "one", "two", "/vars", "three", "/quit"]),
+            out=out,
+        )
+    assert code == 0
+    rows = [json.loads(x) for x in out.getvalue().splitlines()]
+    kinds = [r["type"] for r in rows]
+    assert kinds == ["info", "reply", "error", "vars", "reply"]
+    assert "mid-stream" in rows[2]["message"]
+    assert rows[3]["vars"] == {"mood": "calm"}
+    assert (rows[4]["floor"], rows[4]["text"]) == (2, "echo: three")
