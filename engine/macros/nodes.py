@@ -21,7 +21,13 @@ class Arg:
     __slots__ = ("text", "start", "end", "items", "raw_items", "plain")
 
     def __init__(
-        self, text: str, start: int, end: int, items: list[Item], raw_items: list[Item]
+        self,
+        text: str,
+        start: int,
+        end: int,
+        items: list[Item],
+        raw_items: list[Item],
+        plain: bool | None = None,
     ) -> None:
         self.text = text
         self.start = start
@@ -29,10 +35,13 @@ class Arg:
         self.items = items
         self.raw_items = raw_items
         self.plain: str | None = text
-        for item in items:
-            if item.__class__ is not str:
-                self.plain = None
-                break
+        if plain is None:  # work it out: plain when no item is a node
+            for item in items:
+                if item.__class__ is not str:
+                    self.plain = None
+                    break
+        elif not plain:
+            self.plain = None
 
 
 class Macro:

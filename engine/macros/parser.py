@@ -98,13 +98,19 @@ class Parser:
         if not self.fast:  # one token at a time (the reference path the fast one must match)
             self._general(0, len(src))
         kinds = lexer.KIND_BY_CHAR
+        head_at = lexer.MACRO_HEAD.match
         for token in lexer.FAST_TOKENS.finditer(src) if self.fast else ():
             start, end = token.span()
             if src[end - 1] == "}" and src[start] == "{":  # a whole brace-free macro
                 if start < self._skip:
                     self._general(self._skip, end)
-                else:
-                    self._simple(start, end)
+                    continue
+                if len(self._stack) < PARSE_NESTING_LIMIT:
+                    head = head_at(src, start)
+                    if head is not None and head.group(2) is not None:
+                        self._simple_macro(head, start, end)
+                        continue
+                self._simple(start, end)
             elif start >= self._skip:
                 self._token(kinds[src[start]], start, end)
         stack = self._stack
@@ -173,13 +179,13 @@ class Parser:
             a = body
             found = src.find("::", a, close)
             while found >= 0:
-                parts.append(self._arg(a, found, _NO_CHILDREN))
+                parts.append(self._plain_arg(a, found))
                 a = found + 2
                 found = src.find("::", a, close)
-            parts.append(self._arg(a, close, _NO_CHILDREN))
+            parts.append(self._plain_arg(a, close))
             args = tuple(parts)
         else:
-            arg = self._arg(body, close, _NO_CHILDREN)
+            arg = self._plain_arg(body, close)
             if arg.start < arg.end:
                 args = (arg,)
             elif sep is not None:
@@ -340,6 +346,17 @@ class Parser:
                 )
             )
         return [Macro(src, frame.start, end, frame.name, frame.flags, tuple(args), frame.dropped)]
+
+    def _plain_arg(self, a: int, b: int) -> Arg:
+        """An argument with no nested macro, trimmed of whitespace at both ends."""
+        segment = self.src[a:b]
+        stripped = segment.lstrip(JS_WHITESPACE)
+        a2 = b - len(stripped)
+        stripped = stripped.rstrip(JS_WHITESPACE)
+        if stripped:
+            items: list[Item] = [stripped]
+            return Arg(stripped, a2, a2 + len(stripped), items, items, True)
+        return Arg("", a2, a2, _NO_CHILDREN, _NO_CHILDREN, True)
 
     def _arg(self, a: int, b: int, children: list[Item]) -> Arg:
         """One argument between ``a`` and ``b``, trimmed of whitespace at both ends."""
