@@ -21,7 +21,7 @@ from engine.macros.diagnostics import (
     Phase,
 )
 from engine.macros.envjson import EnvOptions, context_from_env
-from engine.macros.evaluator import ACCESS_MODES, MacroEnv
+from engine.macros.evaluator import ACCESS_MODES, Access, MacroEnv
 from engine.macros.limits import DEFAULT_LIMITS, Limits
 from engine.macros.registry import (
     ArgSpec,
@@ -35,6 +35,7 @@ from engine.macros.registry import (
 
 __all__ = [
     "ACCESS_MODES",
+    "Access",
     "DEFAULT_CACHE",
     "DEFAULT_LIMITS",
     "PHASES",

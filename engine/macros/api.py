@@ -19,7 +19,7 @@ from engine.macros import diagnostics as d
 from engine.macros.cache import DEFAULT_CACHE, TemplateCache
 from engine.macros.context import MacroContext
 from engine.macros.diagnostics import MacroTrace, MacroWarning, Mutation, Phase
-from engine.macros.evaluator import ACCESS_MODES, MacroEnv
+from engine.macros.evaluator import ACCESS_MODES, Access, MacroEnv
 from engine.macros.limits import DEFAULT_LIMITS, Limits
 from engine.macros.nodes import Template
 from engine.macros.processing import postprocess, preprocess
@@ -71,7 +71,7 @@ def evaluate(
     user: str | None = None,
     char: str | None = None,
     group: str | None = None,
-    access: str = "full",
+    access: Access = "full",
     registry: Registry | None = None,
     cache: TemplateCache | None = None,
     trace: bool = False,

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from engine.macros.evaluator import MacroEnv
 
 _START = re.compile(r"<START>", re.IGNORECASE)
+_NEWLINES = re.compile(r"\n+")
 
 
 def card_field(env: MacroEnv, key: str, raw: str) -> str:
@@ -21,7 +22,10 @@ def card_field(env: MacroEnv, key: str, raw: str) -> str:
         return ""
     cached = env.card_cache.get(key)
     if cached is None:
-        cached = env.evaluate(raw.strip(), replace_character_card=False).replace("\r", "")
+        cached = env.evaluate(raw.strip(), replace_character_card=False)
+        if env.context.settings.get("collapse_newlines"):
+            cached = _NEWLINES.sub("\n", cached)
+        cached = cached.replace("\r", "")
         env.card_cache[key] = cached
     return cached
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from engine.macros import diagnostics as d
 from engine.macros import fallbacks
@@ -29,7 +29,8 @@ from engine.macros.registry import (
 
 #: Access to state-changing macros: ``full``, ``read_only`` (user-authored platform text:
 #: write macros stay raw with a warning) or ``off`` (no macro is evaluated).
-ACCESS_MODES = ("full", "read_only", "off")
+Access = Literal["full", "read_only", "off"]
+ACCESS_MODES: tuple[Access, ...] = ("full", "read_only", "off")
 
 
 def eval_shorthand(env: MacroEnv, node: VarExpr, depth: int, delta: int) -> str:
@@ -74,7 +75,7 @@ class MacroEnv:
         registry: Registry,
         phase: Phase,
         limits: Limits,
-        access: str,
+        access: Access,
         original: str | None,
         dynamic: dict[str, Any],
         post_process: Callable[[str], str] | None,
@@ -90,7 +91,7 @@ class MacroEnv:
         self.registry = registry
         self.phase: Phase = phase
         self.limits = limits
-        self.access = access
+        self.access: Access = access
         self.original = original
         self.original_used = False
         self.dynamic = dynamic
@@ -322,6 +323,36 @@ class MacroEnv:
         if self.tracing:
             self.add_trace(name, m.src[m.start : (scoped or m).end], text, "macro")
         return text
+
+    # -- variables for extension handlers ---------------------------------------------------
+
+    def get_variable(self, name: str, scope: d.Scope = "local") -> Any:
+        """A variable as macros read it (numeric text coerced; ``''`` when missing)."""
+        from engine.macros import variables
+
+        try:
+            return variables.get(self, scope, name)
+        except Exception:  # a bad path reads as missing for handlers
+            return ""
+
+    def set_variable(self, name: str, value: Any, scope: d.Scope = "local") -> bool:
+        """Write a variable under the same rules as ``setvar`` (phase, access, budget);
+        False when the write was refused."""
+        from engine.macros import variables
+
+        if self.write_block is not None or not name:
+            self.warn(
+                d.MACRO_WRITE_FORBIDDEN
+                if self.write_block == "read_only"
+                else d.MACRO_EVAL_PHASE_DISALLOWED,
+                f"write to '{name}' refused in this evaluation",
+            )
+            return False
+        try:
+            return variables.set_value(self, scope, name, value, self.call_name or "extension")
+        except Exception as exc:
+            self.warn(d.MACRO_ARG_TYPE_INVALID, f"write to '{name}' refused: {exc}")
+            return False
 
     # -- nested evaluation for handlers ------------------------------------------------------
 

@@ -163,3 +163,27 @@ def test_every_builtin_has_a_description_or_known_name() -> None:
     ):
         assert expected in names
     assert len(names) >= 100
+
+
+def test_extension_handlers_read_and_write_variables_under_the_write_rules(
+    registry: Registry,
+) -> None:
+    def bump(env: MacroEnv, args: list[str]) -> str:
+        current = env.get_variable("score")
+        ok = env.set_variable("score", (current or 0) + 1)
+        return f"{current}->{env.get_variable('score')} {ok}"
+
+    registry.register(MacroDef(name="bump", handler=bump))
+    context = ctx(local={"score": "4"})
+    result = run("{{bump}}", context, registry=registry)
+    assert result.text == "4->5 True"
+    assert [m.key for m in result.mutations] == ["score"]
+    blocked = run("{{bump}}", ctx(local={"score": "4"}), registry=registry, access="read_only")
+    assert blocked.text == "4->4 False"
+    assert codes(blocked) == ["macro_write_forbidden"] and blocked.mutations == ()
+
+
+def test_card_fields_collapse_newlines_when_asked() -> None:
+    context = ctx(settings={"collapse_newlines": True})
+    context.card.description = "a\n\n\nb\r"
+    assert text("{{description}}", context) == "a\nb"
