@@ -39,13 +39,20 @@ def pair_level(
         return [_stray(it) if it.__class__ is Macro and it.closing else it for it in items]
     # Only macros whose name has a closing tag at this level take part in pairing; the
     # items between them are copied in slices (a long document stays linear).
-    closer_names = {it.lname for it in items if it.__class__ is Macro and it.closing}
-    positions: dict[str, list[int]] = {name: [] for name in closer_names}
-    relevant: list[int] = []
+    by_name: dict[str, list[int]] = {}
+    closer_names: set[str] = set()
     for index, it in enumerate(items):
-        if it.__class__ is Macro and it.lname in positions:
-            positions[it.lname].append(index)
-            relevant.append(index)
+        if it.__class__ is Macro:
+            name = it.lname
+            found = by_name.get(name)
+            if found is None:
+                by_name[name] = [index]
+            else:
+                found.append(index)
+            if it.closing:
+                closer_names.add(name)
+    positions = {name: by_name[name] for name in closer_names}
+    relevant = sorted(index for name in closer_names for index in by_name[name])
     out: list[Item] = []
     raw_closers: set[int] = set()
     used: set[int] = set()

@@ -28,14 +28,18 @@ _TRIM_MARKER = re.compile(r"\{\{trim\}\}", re.IGNORECASE)
 _INDENT = re.compile(r"[ \t]*")
 
 
+def _legacy_time(match: re.Match[str]) -> str:
+    return "{{time::" + match.group(1) + "}}"
+
+
 def _marker(match: re.Match[str]) -> str:
     return _MARKER_MACRO[match.group(1).lower()]
 
 
 def preprocess(text: str) -> str:
     """Rewrite legacy syntax into macros, everywhere (arguments and comments included)."""
-    if "time_" in text or "TIME_" in text.upper():
-        text = _LEGACY_TIME.sub(lambda m: "{{time::" + m.group(1) + "}}", text)
+    if "{{" in text:
+        text = _LEGACY_TIME.sub(_legacy_time, text)
     if "<" in text:
         text = _LEGACY_MARKER.sub(_marker, text)
     return text
