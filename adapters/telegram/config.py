@@ -70,6 +70,8 @@ class TelegramConfig:
     edit_interval_group_s: float = EDIT_INTERVAL_GROUP_S
     draft_interval_s: float = DRAFT_INTERVAL_S
     use_drafts: bool = True
+    batch_lines: bool = True
+    """Lines sent while a turn runs share the next floor (False: one floor per message)."""
 
     @classmethod
     def from_section(cls, section: Any, **overrides: Any) -> TelegramConfig:

@@ -2,6 +2,7 @@
 
 :class:`OrderMiddleware` wraps every update: it drops an update id seen before, holds the chat's
 lock while the update is handled (so one chat's updates run one at a time, in delivery order),
+collects role-play text into the chat's inbox before waiting (see :mod:`.inbox`),
 remembers the highest update id handled and counts updates in flight so shutdown can drain them.
 :class:`AllowListMiddleware` refuses private chats of users not in the configured list.
 """
@@ -37,8 +38,12 @@ def _chat_of(update: Update) -> Chat | None:
 class OrderMiddleware(BaseMiddleware):
     """Serialises each chat's updates and tracks what is in flight (see the module docstring)."""
 
-    def __init__(self, state: ChatState) -> None:
+    def __init__(
+        self, state: ChatState, allowed: frozenset[int] = frozenset(), *, batch: bool = True
+    ) -> None:
         self.state = state
+        self.allowed = allowed
+        self.batch = batch
         self.last_update_id: int | None = None
         self.in_flight = 0
         self._idle = asyncio.Event()
@@ -58,12 +63,28 @@ class OrderMiddleware(BaseMiddleware):
             chat = _chat_of(event)
             if chat is None:
                 return await handler(event, data)
+            # Collected before waiting for the chat, so that lines arriving during a turn
+            # are all in the next floor.
+            if self._is_line(event.message):
+                self.state.inbox.collect(event.message)  # type: ignore[arg-type]
+            if not self.batch or not self._is_line(event.message):
+                self.state.inbox.seal(chat.id)
             async with self.state.ordered(chat.id):
                 return await handler(event, data)
         finally:
             self.in_flight -= 1
             if self.in_flight == 0:
                 self._idle.set()
+
+    def _is_line(self, message: Message | None) -> bool:
+        """Whether the message is role-play text the messages router will play."""
+        if message is None or not message.text or message.text.startswith("/"):
+            return False
+        user = message.from_user
+        if user is None or user.is_bot:
+            return False
+        private = message.chat.type == "private"
+        return not (private and self.allowed and user.id not in self.allowed)
 
     async def drained(self) -> None:
         """Wait until no update is being handled."""

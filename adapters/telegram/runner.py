@@ -63,7 +63,9 @@ class TelegramRunner:
             config.token, session=session, default=DefaultBotProperties(parse_mode="HTML")
         )
         self.dispatcher = Dispatcher()
-        self.order = OrderMiddleware(self.frontend.state)
+        self.order = OrderMiddleware(
+            self.frontend.state, config.allowed_users, batch=config.batch_lines
+        )
         self.dispatcher.update.outer_middleware(self.order)
         allow = AllowListMiddleware(config.allowed_users)
         for observer in (self.dispatcher.message, self.dispatcher.callback_query):

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from adapters.telegram.config import ADMIN_CACHE_S, SEEN_UPDATES
+from adapters.telegram.inbox import Inbox
 from engine.errors import EngineError
 from engine.turns.api import MAIN_BRANCH, PlatformRef, RoleplayService, SessionKey
 
@@ -55,6 +56,7 @@ class ChatState:
         self._branches: dict[SessionKey, str] = {}
         self._admins: dict[tuple[int, int], tuple[bool, float]] = {}
         self._seen: OrderedDict[int, None] = OrderedDict()
+        self.inbox = Inbox()
         self.characters: dict[SessionKey, str] = {}
         """The character who spoke last in each session (the group reply prefix)."""
 

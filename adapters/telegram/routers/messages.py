@@ -1,4 +1,8 @@
-"""Plain text messages become turns; a new forum topic forks its branch."""
+"""Plain text messages become turns; a new forum topic forks its branch.
+
+The messages collected while the previous turn ran (see :mod:`adapters.telegram.inbox`) are
+played together as one floor by the first of their handlers; the others find nothing to do.
+"""
 
 from __future__ import annotations
 
@@ -28,11 +32,14 @@ def build(frontend: Frontend) -> Router:
             if message.chat.type == "private":
                 await message.answer("Unknown command. Send /start to see what I can do.")
             return
-        where = await frontend.resolver.where(message)
+        batch = frontend.state.inbox.take(message)
+        if not batch:
+            return  # an earlier handler played this message with the ones before it
+        where = await frontend.resolver.where(batch[-1])
         if where.info is None:
             return  # a group nobody bound: the bot stays quiet
-        line = user_line(message)
-        if line is not None:
-            await frontend.turns.respond(bot, where, [line])
+        lines = [line for line in map(user_line, batch) if line is not None]
+        if lines:
+            await frontend.turns.respond(bot, where, lines)
 
     return router
