@@ -345,6 +345,7 @@ def card_to_png(card: CharacterCard, image: bytes | None = None) -> bytes:
 
     The image is ``image``, else the card's ``avatar``, else a 1x1 blank. Existing card chunks
     in the image are replaced. Like ST, the ccv3 payload is the same object relabelled V3.
+    A non-PNG ``image`` raises FormatError (convert other formats before calling).
     """
     base = image if image is not None else card.avatar if card.avatar is not None else blank_png()
     payload = card_to_json(card)

@@ -255,3 +255,9 @@ def test_engine_made_card_exports_to_png_and_back() -> None:
     assert _same_except(card, again, "raw", "avatar", "spec", "extensions") == []
     assert again.extensions["talkativeness"] == 0.8
     assert again.avatar is not None and again.avatar.startswith(b"\x89PNG")
+
+
+def test_export_refuses_a_non_png_image() -> None:
+    card = CharacterCard(name="J")
+    with pytest.raises(FormatError, match="not a PNG"):
+        card_to_png(card, image=b"\xff\xd8\xff\xe0 jpeg bytes")
