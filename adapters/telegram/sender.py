@@ -45,6 +45,10 @@ def _not_modified(exc: TelegramBadRequest) -> bool:
     return "not modified" in exc.message
 
 
+def _not_found(exc: TelegramBadRequest) -> bool:
+    return "message to edit not found" in exc.message
+
+
 async def send_plain(
     bot: Bot, place: Place, text: str, *, markup: InlineKeyboardMarkup | None = None
 ) -> list[int]:
@@ -121,8 +125,12 @@ class ReplyWriter:
             if task.get_name() == "typing" and not task.done():
                 task.cancel()
         for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await task
+            except asyncio.CancelledError:
+                pass
+            except Exception:  # a broken preview must not cost the final reply
+                log.exception("streaming task failed in chat %s", self.place.chat_id)
         self._tasks.clear()
 
     async def on_text(self, text: str) -> None:
@@ -202,10 +210,21 @@ class ReplyWriter:
                     reply_markup=markup,
                 )
             except TelegramBadRequest as exc:
-                if not _not_modified(exc):
-                    raise
-            self._shown[index] = key
-            return
+                if not _not_found(exc):
+                    if not _not_modified(exc):
+                        raise
+                    self._shown[index] = key
+                    return
+                # The message was deleted meanwhile: send this part and the ones after it
+                # anew (removing the later ones first, so the parts stay in order).
+                for later in self.ids[index + 1 :]:
+                    with contextlib.suppress(TelegramAPIError):
+                        await self.bot.delete_message(self.place.chat_id, later)
+                del self.ids[index:]
+                del self._shown[index:]
+            else:
+                self._shown[index] = key
+                return
         reply = None
         if index == 0 and self.place.reply_to is not None:
             reply = ReplyParameters(

@@ -138,3 +138,19 @@ async def test_failed_turn_says_so(harness: Harness) -> None:
     failed = await harness.wait_text(chat["id"], lambda t: "failed" in t)
     assert "the model failed" in failed.text
     assert json.dumps(failed.reply_markup) == "null"
+
+
+async def test_a_reply_deleted_by_the_user_is_sent_again_on_regenerate(harness: Harness) -> None:
+    await harness.start()
+    srv = harness.server
+    alice = srv.new_user("Alice")
+    chat = srv.private_chat(alice)
+    await srv.send_text(chat, alice, "Hi")
+    reply = await harness.wait_text(chat["id"], lambda t: t.endswith("Hi"))
+    await srv.wait_until(lambda: reply.reply_markup is not None)
+    reply.deleted = True  # the user deleted it in the app
+    await srv.send_text(chat, alice, "/regen")
+    again = await harness.wait_text(chat["id"], lambda t: t.endswith("(take 2)"))
+    await srv.wait_until(lambda: again.reply_markup is not None)
+    assert again.message_id != reply.message_id
+    assert _keyboard_texts(again.reply_markup)[1] == "2/2"
