@@ -34,6 +34,21 @@ async def test_server_errors_are_retried_with_backoff(harness: Harness) -> None:
     assert len(harness.texts(chat["id"])) == 1
 
 
+async def test_network_errors_are_retried(harness: Harness) -> None:
+    from tests.fakes.telegram.server import DROP
+
+    await harness.start(use_drafts=False)
+    srv = harness.server
+    alice = srv.new_user("Alice")
+    chat = srv.private_chat(alice)
+    srv.fail_next("sendMessage", status=DROP, description="cut")
+    await srv.send_text(chat, alice, "cut off")
+    reply = await harness.wait_text(chat["id"], lambda t: t.endswith("cut off"))
+    await srv.wait_until(lambda: reply.reply_markup is not None)
+    assert 0.5 in harness.slept
+    assert [c.status for c in srv.calls_of("sendMessage")] == [DROP, 200]
+
+
 async def test_polling_resumes_after_an_outage_without_losing_or_repeating(
     harness: Harness,
 ) -> None:

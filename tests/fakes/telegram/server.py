@@ -37,6 +37,8 @@ DEFAULT_UPDATE_TYPES = frozenset(
     {"message", "edited_message", "callback_query", "my_chat_member", "channel_post"}
 )
 """What getUpdates delivers when ``allowed_updates`` is empty: not reactions, not chat_member."""
+DROP = 0
+"""``fail_next(..., status=DROP)`` cuts the connection instead of answering."""
 MAX_LIFETIME_S = 120.0
 MAX_REQUESTS = 50_000
 MAX_POLL_S = 2.0
@@ -217,6 +219,8 @@ class FakeTelegramServer(Scenes):
             return await self._get_updates(request, params)
         status, response = await self._dispatch(method, params)
         await self._record(Call(method, params, status))
+        if status == DROP and request.transport is not None:
+            request.transport.close()  # the connection breaks before any answer
         return response
 
     async def _dispatch(self, method: str, params: Json) -> tuple[int, web.Response]:
@@ -226,7 +230,8 @@ class FakeTelegramServer(Scenes):
             fault.times -= 1
             if fault.times <= 0:
                 faults.pop(0)
-            return fault.status, self._error(fault.status, fault.description, fault.retry_after)
+            status = fault.status or 502
+            return fault.status, self._error(status, fault.description, fault.retry_after)
         handler: Callable[[Json], Any] | None = getattr(self.world, method, None)
         if handler is None or method.startswith("_") or not method[:1].islower():
             self.unhandled.append(method)
@@ -345,7 +350,8 @@ class FakeTelegramServer(Scenes):
         description: str | None = None,
         times: int = 1,
     ) -> None:
-        """Answer the next ``times`` calls of ``method`` with an error (429 by default)."""
+        """Answer the next ``times`` calls of ``method`` with an error (429 by default;
+        ``DROP`` cuts the connection, a network error for the client)."""
         if description is None:
             description = (
                 f"Too Many Requests: retry after {retry_after}" if status == 429 else "Bad Request"
