@@ -269,10 +269,14 @@ class MacroEnv:
             return eval_if(self, m, scoped, depth, delta)
         if definition.writes and self.write_block is not None:
             return fallbacks.blocked_write(self, m, scoped, definition)
-        args = [
-            a.plain if a.plain is not None else self.eval_items(a.items, depth + 1, delta)
-            for a in m.args
-        ]
+        plain = m.plain_args
+        if plain is not None:
+            args = list(plain)
+        else:
+            args = [
+                a.plain if a.plain is not None else self.eval_items(a.items, depth + 1, delta)
+                for a in m.args
+            ]
         if scoped is not None:
             content = self.eval_arg(scoped.content, depth + 1, delta)
             args.append(content if m.preserve else trim_scoped(content))

@@ -45,10 +45,14 @@ def eval_unknown(env: MacroEnv, m: Macro, scoped: Scoped | None, depth: int, del
     view, then global, as at the start of the evaluation); otherwise it stays raw."""
     from engine.macros.variables import MISSING, snapshot_value
 
-    args = [
-        a.plain if a.plain is not None else env.eval_items(a.items, depth + 1, delta)
-        for a in m.args
-    ]
+    plain = m.plain_args
+    if plain is not None:
+        args = list(plain)
+    else:
+        args = [
+            a.plain if a.plain is not None else env.eval_items(a.items, depth + 1, delta)
+            for a in m.args
+        ]
     if scoped is not None:
         args.append(env.eval_arg(scoped.content, depth + 1, delta))
     elif not args and not m.closing:
@@ -103,7 +107,7 @@ def raw_resolved(m: Macro, args: list[str], scoped: Scoped | None) -> str:
     """The macro as written, with its nested macros replaced by their results."""
     src = m.src
     inline = m.args
-    if all(a.plain is not None for a in inline):
+    if m.plain_args is not None or all(a.plain is not None for a in inline):
         text = src[m.start : m.end]
     else:
         pieces = []
@@ -115,7 +119,7 @@ def raw_resolved(m: Macro, args: list[str], scoped: Scoped | None) -> str:
         pieces.append(src[pos : m.end])
         text = "".join(pieces)
     if scoped is not None:
-        content = args[-1] if len(args) > len(inline) else ""
+        content = args[-1] if len(args) > m.arg_count else ""
         text += content + src[scoped.close_start : scoped.end]
     return text
 

@@ -41,7 +41,7 @@ def split_else(items: list[Item], insensitive: bool) -> tuple[list[Item], list[I
         if macro.closing:
             if name == "if":
                 depth -= 1
-        elif name == "if" and len(macro.args) == 1:
+        elif name == "if" and macro.arg_count == 1:
             depth += 1
         elif name == "else" and depth == 0:
             return items[:index], items[index + 1 :], macro.end
@@ -78,10 +78,10 @@ def _branches(
 def eval_if(env: MacroEnv, m: Macro, scoped: Scoped | None, depth: int, delta: int) -> str:
     """Evaluate an ``if`` macro (inline, or scoped with its content)."""
     env.use("if")
-    count = len(m.args) + (1 if scoped is not None else 0)
+    count = m.arg_count + (1 if scoped is not None else 0)
     block_raw = m.src[m.start : (scoped or m).end]
     if count != 2:
-        if scoped is None and len(m.args) == 1:
+        if scoped is None and m.arg_count == 1:
             env.warn(
                 d.MACRO_SCOPED_BLOCK_UNCLOSED,
                 "'{{if}}' has no '{{/if}}'; kept as written",

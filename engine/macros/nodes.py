@@ -57,7 +57,9 @@ class Macro:
         "flags",
         "closing",
         "preserve",
-        "args",
+        "_args",
+        "plain_args",
+        "_spans",
         "dropped",
     )
 
@@ -68,8 +70,10 @@ class Macro:
         end: int,
         name: str,
         flags: str,
-        args: tuple[Arg, ...],
+        args: tuple[Arg, ...] | None,
         dropped: bool,
+        plain_args: tuple[str, ...] | None = None,
+        spans: tuple[int, ...] = (),
     ) -> None:
         self.src = src
         self.start = start
@@ -79,8 +83,30 @@ class Macro:
         self.flags = flags
         self.closing = "/" in flags
         self.preserve = "#" in flags
-        self.args = args
+        self._args = args
         self.dropped = dropped
+        # Brace-free arguments are kept as their trimmed texts (and start offsets); the Arg
+        # objects are only built when something needs them (an if, a raw fallback).
+        self.plain_args = plain_args
+        self._spans = spans
+
+    @property
+    def args(self) -> tuple[Arg, ...]:
+        """The arguments (built on first use for brace-free ones)."""
+        args = self._args
+        if args is None:
+            built = []
+            for text, start in zip(self.plain_args or (), self._spans, strict=True):
+                items: list[Item] = [text] if text else []
+                built.append(Arg(text, start, start + len(text), items, items, True))
+            args = self._args = tuple(built)
+        return args
+
+    @property
+    def arg_count(self) -> int:
+        """How many inline arguments the macro has."""
+        plain = self.plain_args
+        return len(plain) if plain is not None else len(self.args)
 
     @property
     def raw(self) -> str:

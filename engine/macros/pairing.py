@@ -75,7 +75,7 @@ def pair_level(
         if j < 0:
             continue  # an unmatched opener is evaluated inline
         out.extend(items[last:k])
-        if not can_accept(macro.lname, len(macro.args)):
+        if not can_accept(macro.lname, macro.arg_count):
             out.append(RawMacro(macro.raw, macro.start, macro.lname, MACRO_ARG_ARITY_INVALID))
             raw_closers.add(j)
             last = k + 1
@@ -112,7 +112,7 @@ def _find_closer(
             if depth == 0:
                 return k
             depth -= 1
-        elif can_accept(name, len(other.args)):
+        elif can_accept(name, other.arg_count):
             depth += 1
     return -1
 

@@ -173,26 +173,26 @@ class Parser:
         body = head.end() if sep is not None else head.end(3)
         if src.find("|", body, close) >= 0:
             return  # reserved filter syntax: the macro stays text
-        args: tuple[Arg, ...]
+        texts: list[str] = []
+        starts: list[int] = []
         if sep == "::":
-            parts: list[Arg] = []
             a = body
             found = src.find("::", a, close)
             while found >= 0:
-                parts.append(self._plain_arg(a, found))
+                self._plain_text(a, found, texts, starts)
                 a = found + 2
                 found = src.find("::", a, close)
-            parts.append(self._plain_arg(a, close))
-            args = tuple(parts)
+            self._plain_text(a, close, texts, starts)
         else:
-            arg = self._plain_arg(body, close)
-            if arg.start < arg.end:
-                args = (arg,)
-            elif sep is not None:
-                self.notes.append(ParseNote(MACRO_PARSE_FAILED, start, "nothing after ':'", name))
-                return
-            else:
-                args = ()
+            self._plain_text(body, close, texts, starts)
+            if not texts[0]:
+                if sep is not None:
+                    self.notes.append(
+                        ParseNote(MACRO_PARSE_FAILED, start, "nothing after ':'", name)
+                    )
+                    return
+                texts.clear()
+                starts.clear()
         dropped = head.end(3) > head.end(2)
         if dropped:
             self.notes.append(
@@ -203,7 +203,7 @@ class Parser:
                     name,
                 )
             )
-        node = Macro(src, start, end, name, flags, args, dropped)
+        node = Macro(src, start, end, name, flags, None, dropped, tuple(texts), tuple(starts))
         (self._stack[-1].children if self._stack else self._top).append(node)
 
     def _token(self, kind: int, start: int, end: int) -> None:
@@ -347,16 +347,11 @@ class Parser:
             )
         return [Macro(src, frame.start, end, frame.name, frame.flags, tuple(args), frame.dropped)]
 
-    def _plain_arg(self, a: int, b: int) -> Arg:
-        """An argument with no nested macro, trimmed of whitespace at both ends."""
-        segment = self.src[a:b]
-        stripped = segment.lstrip(JS_WHITESPACE)
-        a2 = b - len(stripped)
-        stripped = stripped.rstrip(JS_WHITESPACE)
-        if stripped:
-            items: list[Item] = [stripped]
-            return Arg(stripped, a2, a2 + len(stripped), items, items, True)
-        return Arg("", a2, a2, _NO_CHILDREN, _NO_CHILDREN, True)
+    def _plain_text(self, a: int, b: int, texts: list[str], starts: list[int]) -> None:
+        """The trimmed text of a brace-free argument and where it starts."""
+        stripped = self.src[a:b].lstrip(JS_WHITESPACE)
+        starts.append(b - len(stripped))
+        texts.append(stripped.rstrip(JS_WHITESPACE))
 
     def _arg(self, a: int, b: int, children: list[Item]) -> Arg:
         """One argument between ``a`` and ``b``, trimmed of whitespace at both ends."""
