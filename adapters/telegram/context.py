@@ -59,6 +59,10 @@ class Resolver:
             await self.service.fork(key, MAIN_BRANCH, after_floor=None, name=branch)
         self._known_branches.add((key, branch))
 
+    def forget(self, key: SessionKey) -> None:
+        """Forget which topic branches exist (after ``/reset`` they are created again)."""
+        self._known_branches = {known for known in self._known_branches if known[0] != key}
+
     async def where(self, message: Message, *, reply: bool = True) -> Where:
         """Resolve a message (it must be in a private chat or a bound group to play)."""
         chat = message.chat

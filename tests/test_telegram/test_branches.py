@@ -101,3 +101,20 @@ async def test_branch_in_a_group_points_to_topics(harness: Harness) -> None:
     await harness.wait_text(group["id"], lambda t: t.startswith("Session ready"))
     await srv.send_text(group, owner, "/branch")
     assert await harness.wait_text(group["id"], lambda t: "forum topic" in t)
+
+
+async def test_topics_keep_working_after_reset(harness: Harness) -> None:
+    await harness.start()
+    srv = harness.server
+    owner = srv.new_user("Olga")
+    forum = srv.group("Saga", owner=owner, forum=True)
+    await srv.send_text(forum, owner, "/start")
+    await harness.wait_text(forum["id"], lambda t: t.startswith("Session ready"))
+    topic = await srv.create_topic(forum, owner, "Quest")
+    await srv.send_text(forum, owner, "first run", thread_id=topic)
+    await harness.wait_text(forum["id"], lambda t: t.endswith("first run"), thread_id=topic)
+    await srv.send_text(forum, owner, "/reset", thread_id=topic)
+    await harness.wait_text(forum["id"], lambda t: "starts over" in t, thread_id=topic)
+    await srv.send_text(forum, owner, "second run", thread_id=topic)
+    again = await harness.wait_text(forum["id"], lambda t: "second run" in t, thread_id=topic)
+    assert again.text.endswith("You said: Olga: second run")

@@ -300,6 +300,7 @@ def build(frontend: Frontend) -> Router:
     async def reset(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
         await service.reset(where.key)
         frontend.state.forget(where.key)
+        frontend.resolver.forget(where.key)
         if where.private:
             await frontend.state.switch_branch(where.key, MAIN_BRANCH)
         await reply(message, bot, "The story starts over (the old floors are kept, hidden).")
