@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from adapters.storage.timeline_repos import (
@@ -62,7 +62,9 @@ class SqlStorage:
             raise ConflictError(
                 f"storage refused a duplicate or dangling row: {exc.orig}"
             ) from exc
-        except OperationalError as exc:
+        except DBAPIError as exc:
+            # SQLite reports a lock timeout, PostgreSQL a deadlock or serialisation failure;
+            # all mean "someone else won, try again".
             if any(word in str(exc.orig).lower() for word in _LOCK_WORDS):
                 raise ConflictError(f"storage is busy, try again: {exc.orig}") from exc
             raise
