@@ -9,7 +9,7 @@ the floor before).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -26,7 +26,7 @@ from engine.ports import UnitOfWork
 from engine.prompt.inputs import CharacterFields, HistoryLine
 from engine.prompt.wi_sources import BookSource
 from engine.prompt.wi_timed import TimedState
-from engine.timeline.lineage import Lineage
+from engine.timeline.lineage import Lineage, build_lineage
 from engine.timeline.values import Branch, Floor, Message, Page, Session
 from engine.variables import store
 from engine.variables.values import VariableState
@@ -135,6 +135,17 @@ async def read_history(
         return [], []
     pairs = await store.lineage_pages(uow, lineage, max(1, last - window + 1), last)
     messages = await uow.messages.of_floors([f.id for f, _ in pairs])
+    return history_lines(pairs, messages, user_name=user_name, char_name=char_name), pairs
+
+
+def history_lines(
+    pairs: Sequence[tuple[Floor, Page]],
+    messages: Sequence[Message],
+    *,
+    user_name: str,
+    char_name: str,
+) -> list[HistoryLine]:
+    """The visible messages of these floors as the branch sees them (active pages only)."""
     by_floor: dict[int, list[Message]] = {}
     for message in messages:
         by_floor.setdefault(message.floor_id, []).append(message)
@@ -148,7 +159,7 @@ async def read_history(
             if message.page_id is not None and page.hidden:
                 continue
             lines.append(line_of(message, floor.seq, user_name=user_name, char_name=char_name))
-    return lines, pairs
+    return lines
 
 
 def line_of(message: Message, seq: int, *, user_name: str, char_name: str) -> HistoryLine:
@@ -186,24 +197,24 @@ async def read_turn(
     (another page of a committed floor), ``continue`` (extend its active page) or ``dry_run``
     (``floor`` is the head's successor that was never stored; ``extra_input`` is the text).
     ``user_name`` None: the name of the floor's last speaker."""
-    branch = await uow.branches.get(floor.branch_id)
-    lineage = await store.lineage_of(uow, branch)
+    branches = await uow.branches.list(session.id)
+    branch = next(b for b in branches if b.id == floor.branch_id)
+    lineage = build_lineage(branch, branches)
     assets = await load_assets(uow, session)
     char_name = assets.character.name
-    inputs: list[Message] = []
-    if mode in ("respond", "regenerate"):
-        inputs = [
-            m
-            for m in await uow.messages.of_floors([floor.id])
-            if m.page_id is None and not m.hidden
-        ]
+    last = floor.seq if mode == "continue" else floor.seq - 1
+    pairs = (
+        await store.lineage_pages(uow, lineage, max(1, last - window + 1), last)
+        if last >= 1
+        else []
+    )
+    own = mode in ("respond", "regenerate")
+    messages = await uow.messages.of_floors([f.id for f, _ in pairs] + ([floor.id] if own else []))
+    inputs = [m for m in messages if m.floor_id == floor.id and m.page_id is None and not m.hidden]
     if user_name is None:
         named = [m.speaker_name for m in inputs if m.role == "user" and m.speaker_name]
         user_name = named[-1] if named else "User"
-    last = floor.seq if mode == "continue" else floor.seq - 1
-    lines, pairs = await read_history(
-        uow, lineage, last, user_name=user_name, char_name=char_name, window=window
-    )
+    lines = history_lines(pairs, messages, user_name=user_name, char_name=char_name)
     before = {f.seq: p for f, p in pairs}.get(floor.seq - 1)
     user_input: str | None = extra_input
     if inputs:

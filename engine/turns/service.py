@@ -21,7 +21,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -29,8 +29,9 @@ from engine.errors import EngineError, NotFoundError
 from engine.macros import evaluate
 from engine.ports import Clock, Event, EventSink, RandomSource, Storage
 from engine.prompt.macro_port import macro_context
+from engine.prompt.tokens import counter_for_model
 from engine.timeline.assets import AssetService
-from engine.timeline.errors import TimelineNotFoundError
+from engine.timeline.errors import StaleStateError, TimelineNotFoundError
 from engine.timeline.history import HistoryService
 from engine.timeline.service import TimelineService
 from engine.timeline.values import (
@@ -55,7 +56,13 @@ from engine.turns.api import (
     UserLine,
     VariableWrite,
 )
-from engine.turns.context import PROFILE_ASSET, PROFILE_ASSET_NAME, card_fields, read_turn
+from engine.turns.context import (
+    PROFILE_ASSET,
+    PROFILE_ASSET_NAME,
+    TurnRead,
+    card_fields,
+    read_turn,
+)
 from engine.turns.errors import NothingToDoError, TurnFailedError
 from engine.turns.locks import BranchLocks
 from engine.turns.profile_store import snapshot_for, with_binding, with_profile
@@ -137,6 +144,10 @@ class TavernService:
 
     async def start(self) -> list[Floor]:
         """Recover from a crash: floors left generating (or draft) and pending pages fail."""
+        # Loading the tokenizer tables takes seconds of CPU: do it on a worker thread now,
+        # not on the event loop during the first turn.
+        model = self.default_profile.model
+        await asyncio.to_thread(lambda: counter_for_model(model).count("warm up"))
         failed = await self.timeline.recover()
         async with self.storage.unit_of_work() as uow:
             drafts = await uow.floors.in_state("draft")
@@ -256,10 +267,21 @@ class TavernService:
             page: Page | None = None
             try:
                 floor = await self.timeline.open_floor(target.id, inputs)
-                floor = await self.timeline.start_generating(floor.id)
-                page = await self.timeline.add_page(floor.id)
+                # One unit of work moves the new floor to generating, adds its first page
+                # and reads everything the turn needs.
+                async with self.storage.unit_of_work() as uow:
+                    if not await uow.floors.compare_and_set(
+                        floor.id, expected="draft", state="generating"
+                    ):
+                        raise StaleStateError(f"floor {floor.seq} left draft before generating")
+                    page = await uow.pages.add(floor_id=floor.id, number=1, meta={})
+                    generating = replace(floor, state="generating")
+                    session = await uow.sessions.get(ids.session_id)
+                    read = await read_turn(uow, session=session, floor=generating, mode="respond")
+                floor = generating
+                self._emit("floor.stateChanged", floor_id=floor.id, state="generating")
                 return await self._run(
-                    key, ids, target, floor, page, "respond", on_text, user_name=None
+                    key, ids, target, floor, page, "respond", on_text, read=read
                 )
             except BaseException as exc:
                 raise await self._failed(floor, page, exc) from exc
@@ -309,12 +331,14 @@ class TavernService:
         mode: str,
         on_text: OnText | None,
         *,
-        user_name: str | None = None,
+        read: TurnRead | None = None,
         previous_text: str = "",
     ) -> ReplyView:
-        async with self.storage.unit_of_work() as uow:
-            session = await uow.sessions.get(ids.session_id)
-            read = await read_turn(uow, session=session, floor=floor, mode=mode, user_name=None)
+        if read is None:
+            async with self.storage.unit_of_work() as uow:
+                session = await uow.sessions.get(ids.session_id)
+                read = await read_turn(uow, session=session, floor=floor, mode=mode)
+        session = read.session
         settings = session.settings
         snapshot = self._snapshot(session, read.assets.profiles)
         options = TurnOptions(
