@@ -218,3 +218,7 @@ class VariableSnapshotRow(Base):
 
     page_id: Mapped[int] = mapped_column(ForeignKey("page.id"), primary_key=True)
     data: Mapped[dict[str, Any]] = mapped_column()
+
+
+# The memory tables live in their own module; importing it here puts them on Base.metadata.
+from adapters.storage import memory_models as _memory_models  # noqa: E402,F401

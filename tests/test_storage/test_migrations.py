@@ -28,6 +28,9 @@ TABLES = {
     "variable_log",
     "variable_value",
     "variable_snapshot",
+    "memory_record",
+    "memory_relation",
+    "memory_job",
     "alembic_version",
 }
 
