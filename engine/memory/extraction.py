@@ -78,6 +78,8 @@ def extract_memory_tags(
     if not names:
         return ExtractionResult(visible_text=raw)
     pattern = _tag_pattern(names)
+    if pattern.search(raw) is None:
+        return ExtractionResult(visible_text=raw)
     visible: list[str] = []
     items: list[ExtractedItem] = []
     notes: list[str] = []
@@ -107,9 +109,12 @@ def extract_memory_tags(
         _add_item(items, notes, block_tag, raw[block_start:], pattern, False)
         cursor = len(raw)
     visible.append(raw[cursor:])
-    if not items and not notes:
-        return ExtractionResult(visible_text=raw)
-    text = _BLANK_RUNS.sub("\n\n", "".join(visible)).strip()
+    joined = "".join(visible)
+    # Cutting blocks out can splice a new tag together ("<summ" + "ary>"); drop those too.
+    # Each pass shortens the text, so this ends.
+    while pattern.search(joined):
+        joined = pattern.sub("", joined)
+    text = _BLANK_RUNS.sub("\n\n", joined).strip()
     return ExtractionResult(visible_text=text, items=tuple(items), diagnostics=tuple(notes))
 
 
