@@ -24,6 +24,9 @@ HARD_MAX_DEPTH = 96
 PARSE_NESTING_LIMIT = 96
 #: Scoped blocks nested deeper than this are left unpaired.
 PAIRING_NESTING_LIMIT = 96
+#: Pairing at one document level scans at most this many same-name tags in total; past it,
+#: openers stay unpaired (only hostile text has thousands of unclosed blocks).
+PAIRING_SCAN_LIMIT = 200_000
 #: Produced text costs one extra step per this many characters (bounds total copying work).
 CHARS_PER_STEP = 4096
 #: At most this many warnings are kept per evaluation; later ones are counted only.

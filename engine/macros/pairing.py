@@ -9,6 +9,7 @@ raw with ``macro_unmatched_closing_block``; an opener without a closer is evalua
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable
 
 from engine.macros.diagnostics import (
@@ -16,7 +17,7 @@ from engine.macros.diagnostics import (
     MACRO_PARSE_FAILED,
     MACRO_UNMATCHED_CLOSING_BLOCK,
 )
-from engine.macros.limits import PAIRING_NESTING_LIMIT
+from engine.macros.limits import PAIRING_NESTING_LIMIT, PAIRING_SCAN_LIMIT
 from engine.macros.nodes import Arg, Item, Macro, ParseNote, RawMacro, Scoped
 
 #: ``can_accept(lower_name, inline_arg_count)``: may this opener take scoped content?
@@ -53,6 +54,8 @@ def pair_level(
                 closer_names.add(name)
     positions = {name: by_name[name] for name in closer_names}
     relevant = sorted(index for name in closer_names for index in by_name[name])
+    budget = [PAIRING_SCAN_LIMIT]
+    exhausted = False
     out: list[Item] = []
     raw_closers: set[int] = set()
     used: set[int] = set()
@@ -71,9 +74,14 @@ def pair_level(
                 out.append(_stray(macro))
             last = k + 1
             continue
-        j = _find_closer(items, k, positions[macro.lname], used, can_accept)
-        if j < 0:
-            continue  # an unmatched opener is evaluated inline
+        j = _find_closer(items, k, positions[macro.lname], used, can_accept, budget)
+        if j < 0:  # an unmatched opener is evaluated inline
+            if budget[0] < 0 and not exhausted:
+                exhausted = True
+                notes.append(
+                    ParseNote(MACRO_PARSE_FAILED, macro.start, "too many unclosed blocks to pair")
+                )
+            continue
         out.extend(items[last:k])
         if not can_accept(macro.lname, macro.arg_count):
             out.append(RawMacro(macro.raw, macro.start, macro.lname, MACRO_ARG_ARITY_INVALID))
@@ -97,14 +105,22 @@ def pair_level(
 
 
 def _find_closer(
-    items: list[Item], i: int, same: list[int], used: set[int], can_accept: AcceptRule
+    items: list[Item],
+    i: int,
+    same: list[int],
+    used: set[int],
+    can_accept: AcceptRule,
+    budget: list[int],
 ) -> int:
-    """The index of the closing tag that pairs with the opener at ``i`` (or -1)."""
+    """The index of the closing tag that pairs with the opener at ``i`` (or -1); ``budget``
+    bounds the total scanning of one level (hostile text cannot make pairing quadratic)."""
     name = items[i].lname  # type: ignore[union-attr]
     depth = 0
-    for k in same:
-        if k <= i:
-            continue
+    for index in range(bisect_right(same, i), len(same)):
+        budget[0] -= 1
+        if budget[0] < 0:
+            return -1
+        k = same[index]
         other: Macro = items[k]  # type: ignore[assignment]
         if other.closing:
             if k in used:

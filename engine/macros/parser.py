@@ -322,11 +322,18 @@ class Parser:
             return frame.children
         args: list[Arg] = []
         if frame.mode == _MODE_DOUBLE:
+            # Hand each argument only its own nested nodes (one walk, not one per argument).
+            children = frame.children
+            count = len(children)
+            first = 0
             a = frame.body
-            for sep_start, sep_end in frame.seps:
-                args.append(self._arg(a, sep_start, frame.children))
-                a = sep_end
-            args.append(self._arg(a, close, frame.children))
+            for b, after in (*frame.seps, (close, close)):
+                last = first
+                while last < count and children[last].start < b:  # type: ignore[union-attr]
+                    last += 1
+                args.append(self._arg(a, b, children[first:last]))
+                first = last
+                a = after
         else:
             arg = self._arg(frame.body, close, frame.children)
             if arg.start < arg.end:

@@ -136,3 +136,21 @@ def _with(**local: str):  # type: ignore[no-untyped-def]
     from tests.test_macros.util import ctx
 
     return ctx(local=dict(local))
+
+
+def test_many_blocks_and_arguments_parse_in_one_pass() -> None:
+    many = "{{if 1}}a{{else}}b{{/if}}" * 3000
+    items = parse(many).items
+    assert len(items) == 3000 and all(isinstance(item, Scoped) for item in items)
+    assert text(many) == "a" * 3000
+    wide = "{{random::" + "::".join("{{user}}" for _ in range(3000)) + "}}"
+    macro = parse(wide).items[0]
+    assert isinstance(macro, Macro) and len(macro.args) == 3000
+    assert all(len(arg.items) == 1 for arg in macro.args)
+
+
+def test_pairing_work_is_bounded_for_thousands_of_unclosed_blocks() -> None:
+    hostile = "{{if x}}" * 5000 + "{{/if}}"
+    result = run(hostile)
+    assert "macro_parse_failed" in codes(result)  # the pairing budget ran out, reported once
+    assert codes(result).count("macro_parse_failed") == 1
