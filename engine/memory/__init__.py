@@ -60,7 +60,10 @@ from engine.memory.records import (
     SequentialIds,
 )
 from engine.memory.sanitize import neutralize, quote_for_injection
+from engine.memory.scoping import JobScope, viewpoint_for
 from engine.memory.search import SearchHit, search_memories
+from engine.memory.service import MemoryService, MemorySettings, MemoryTurnOutcome
+from engine.memory.summarisers import offline_summariser, summariser_for
 from engine.memory.worker import ensure_job, recover_jobs, run_job_once
 
 __all__ = [
@@ -81,6 +84,7 @@ __all__ = [
     "InjectionPolicy",
     "InjectionResult",
     "JobPolicy",
+    "JobScope",
     "JobState",
     "JobStatus",
     "JobType",
@@ -93,7 +97,10 @@ __all__ = [
     "MemoryRelation",
     "MemoryRepository",
     "MemoryScope",
+    "MemoryService",
+    "MemorySettings",
     "MemorySource",
+    "MemoryTurnOutcome",
     "MutationPlan",
     "Provenance",
     "RelationKind",
@@ -112,6 +119,7 @@ __all__ = [
     "ensure_job",
     "extract_memory_tags",
     "neutralize",
+    "offline_summariser",
     "plan_agent_turn",
     "plan_compaction",
     "plan_decay",
@@ -126,6 +134,8 @@ __all__ = [
     "run_job_once",
     "search_memories",
     "select_memories",
+    "summariser_for",
     "validate_agent_ops",
+    "viewpoint_for",
     "visible_records",
 ]
