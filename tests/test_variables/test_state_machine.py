@@ -24,7 +24,7 @@ MAX_BRANCHES = 4
 _keys = st.sampled_from(["a", "b", "c"])
 _values = st.one_of(st.none(), st.integers(0, 5))  # None: delete
 _write = st.tuples(
-    st.sampled_from(["branch", "branch", "floor", "chat", "global"]), _keys, _values
+    st.sampled_from(["branch", "branch", "floor", "page", "chat", "global"]), _keys, _values
 )
 _writes = st.lists(_write, max_size=4)
 _counter = itertools.count()
@@ -75,9 +75,25 @@ class MBranch:
         return floor, (self.fork_page or page) if seq == self.fork_floor else page
 
     def explicit_at(self, seq: int) -> list[tuple[str, str, int | None]]:
+        """Explicit writes positioned before floor ``seq`` that this branch sees."""
         if self.parent is None or seq > self.fork_floor:
             return self.explicit.get(seq, [])
         return self.parent.explicit_at(seq)
+
+    def floor_scope(self, seq: int) -> dict[str, Any]:
+        """Floor ``seq``'s floor scope: explicit floor writes, then its active page's."""
+        state: dict[str, Any] = {}
+        _apply(state, self.explicit_at(seq), "floor")
+        floor, page = self.source(seq)
+        _apply(state, floor.pages[page], "floor")
+        return state
+
+    def page_scope(self, seq: int) -> dict[str, Any]:
+        """The page scope of the page this branch sees active on floor ``seq``."""
+        state: dict[str, Any] = {}
+        floor, page = self.source(seq)
+        _apply(state, floor.pages[page], "page")
+        return state
 
     def state(self, upto: int, *, head: bool = False) -> dict[str, Any]:
         state: dict[str, Any] = {}
@@ -110,11 +126,9 @@ def make_machine(loop: asyncio.AbstractEventLoop, storage: SqlStorage) -> type:
             assert state.branch == branch.state(branch.head(), head=True)
             assert state.chat == self.chat
             assert state.global_ == self.global_
-            floor_scope: dict[str, Any] = {}
-            if branch.head() >= 1:
-                floor, page = branch.source(branch.head())
-                _apply(floor_scope, floor.pages[page], "floor")
-            assert state.floor == floor_scope
+            head = branch.head()
+            assert state.floor == (branch.floor_scope(head) if head else {})
+            assert state.page == (branch.page_scope(head) if head else {})
             assert self.run(self.world.timeline.head(branch.id)) == branch.head()
 
         def shared(self, writes: list[tuple[str, str, int | None]]) -> None:
@@ -179,14 +193,22 @@ def make_machine(loop: asyncio.AbstractEventLoop, storage: SqlStorage) -> type:
             )
             self.check(self.branches[-1])
 
-        @rule(b=st.integers(0, 99), key=_keys, value=_values)
-        def explicit(self, b: int, key: str, value: int | None) -> None:
+        @rule(
+            b=st.integers(0, 99),
+            scope=st.sampled_from(["branch", "branch", "floor", "chat", "global"]),
+            key=_keys,
+            value=_values,
+        )
+        def explicit(self, b: int, scope: str, key: str, value: int | None) -> None:
             branch = self.pick(b)
             if value is None:
-                self.run(self.world.variables.delete(branch.id, "branch", key))
+                self.run(self.world.variables.delete(branch.id, scope, key))  # type: ignore[arg-type]
             else:
-                self.run(self.world.variables.set(branch.id, "branch", key, value))
-            branch.explicit.setdefault(branch.head() + 1, []).append(("branch", key, value))
+                self.run(self.world.variables.set(branch.id, scope, key, value))  # type: ignore[arg-type]
+            if scope in ("chat", "global"):
+                self.shared([(scope, key, value)])
+            else:  # positioned before the branch's next floor
+                branch.explicit.setdefault(branch.head() + 1, []).append((scope, key, value))
             self.check(branch)
 
         @rule(b=st.integers(0, 99), at=st.integers(0, 99))
@@ -195,6 +217,8 @@ def make_machine(loop: asyncio.AbstractEventLoop, storage: SqlStorage) -> type:
             seq = at % (branch.head() + 1)
             state = self.run(self.world.variables.state(branch.id, floor=seq))
             assert state.branch == branch.state(seq)
+            assert state.floor == (branch.floor_scope(seq) if seq else {})
+            assert state.page == (branch.page_scope(seq) if seq else {})
 
     return TimelineMachine
 
