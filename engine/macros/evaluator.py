@@ -16,7 +16,13 @@ from engine.macros import diagnostics as d
 from engine.macros import fallbacks
 from engine.macros.context import MacroContext
 from engine.macros.diagnostics import MacroTrace, MacroWarning, Mutation, Phase
-from engine.macros.limits import CHARS_PER_STEP, MAX_TRACES, MAX_WARNINGS, Limits
+from engine.macros.limits import (
+    CHARS_PER_STEP,
+    MAX_TRACES,
+    MAX_WARNINGS,
+    OUTPUT_WORK_FACTOR,
+    Limits,
+)
 from engine.macros.nodes import Arg, Item, Macro, RawMacro, Scoped, Template, VarExpr
 from engine.macros.processing import trim_scoped
 from engine.macros.registry import (
@@ -108,6 +114,7 @@ class MacroEnv:
         self.max_chars = limits.max_output_chars
         self.check_len = min(limits.max_output_chars, CHARS_PER_STEP)
         self.steps = 0
+        self.produced = 0
         self.warnings: list[MacroWarning] = []
         self.warning_count = 0
         self._warned: set[str] = set()
@@ -189,9 +196,14 @@ class MacroEnv:
         return True
 
     def limit_text(self, text: str, position: int) -> str:
-        """Cut produced text to ``max_output_chars`` (warning on the first cut)."""
+        """Cut produced text to ``max_output_chars`` (warning on the first cut). Large texts
+        also cost steps, and once the large texts made so far pass
+        ``OUTPUT_WORK_FACTOR * max_output_chars`` evaluation stops (memory stays bounded)."""
         if len(text) > CHARS_PER_STEP:
             self.steps += len(text) // CHARS_PER_STEP
+            self.produced += len(text)
+            if self.produced > OUTPUT_WORK_FACTOR * self.max_chars:
+                self.steps = max(self.steps, self.max_steps)
         if len(text) <= self.max_chars:
             return text
         self.warn_once(

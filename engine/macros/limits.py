@@ -29,6 +29,8 @@ PAIRING_NESTING_LIMIT = 96
 PAIRING_SCAN_LIMIT = 200_000
 #: Produced text costs one extra step per this many characters (bounds total copying work).
 CHARS_PER_STEP = 4096
+#: Evaluation stops once large produced texts add up to this many times ``max_output_chars``.
+OUTPUT_WORK_FACTOR = 4
 #: At most this many warnings are kept per evaluation; later ones are counted only.
 MAX_WARNINGS = 1_000
 #: At most this many traces are kept per evaluation.

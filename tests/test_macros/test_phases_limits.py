@@ -159,3 +159,12 @@ def test_non_string_and_unknown_phase_inputs_never_raise() -> None:
     assert evaluate(123, MacroContext()).text == "123"  # type: ignore[arg-type]
     result = evaluate("{{user}}", MacroContext(), phase="later")  # type: ignore[arg-type]
     assert codes(result) == ["macro_eval_phase_disallowed"]
+
+
+def test_many_large_results_stop_evaluation_early() -> None:
+    result = run("{{space::5000}}" * 500, limits=Limits(max_output_chars=20_000))
+    assert len(result.text) == 20_000
+    assert "macro_expanded_length_limit_exceeded" in codes(result)
+    assert "macro_step_limit_exceeded" in codes(result)
+    # Work stopped after about OUTPUT_WORK_FACTOR * max_output_chars characters were made.
+    assert result.text.count(" ") == 20_000 and "{{space::5000}}" not in result.text[:20_000]
