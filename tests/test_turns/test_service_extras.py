@@ -1,0 +1,212 @@
+"""Imports, previews, dry runs, platform links, resets, explicit variables, continue, the other
+instance slots, summary tags before regex scripts, and the named limits of the service."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.errors import EngineError, FormatError
+from engine.turns import context, transfer
+from engine.turns.api import MAIN_BRANCH, PlatformRef
+from engine.turns.locks import BranchLocks
+from engine.turns.service import MAX_INPUT_CHARS, TavernService
+from tests.fakes.openai_server import FakeOpenAIServer, FakeReply
+from tests.test_turns.conftest import KEY, Recorder, line
+
+pytestmark = pytest.mark.timeout(60)
+
+CARD = {
+    "spec": "chara_card_v2",
+    "spec_version": "2.0",
+    "data": {
+        "name": "Mira",
+        "description": "{{char}} is a fox.",
+        "personality": "",
+        "scenario": "",
+        "first_mes": "Hello!",
+        "mes_example": "",
+        "character_book": {
+            "entries": [
+                {"keys": ["forest"], "content": "The forest is dark.", "id": 1, "enabled": True}
+            ]
+        },
+    },
+}
+PRESET = {"prompts": [{"identifier": "main", "name": "Main", "content": "Play {{char}}."}]}
+BOOK = {"entries": {"0": {"uid": 0, "key": ["inn"], "content": "The inn is warm."}}}
+SCRIPT = {
+    "id": "s1",
+    "scriptName": "hide the word summary",
+    "findRegex": "/summary/g",
+    "replaceString": "X",
+    "placement": [2],
+    "disabled": False,
+    "markdownOnly": False,
+    "promptOnly": False,
+    "runOnEdit": True,
+    "substituteRegex": 0,
+    "trimStrings": [],
+}
+
+
+def raw(obj: object) -> bytes:
+    return json.dumps(obj).encode()
+
+
+async def test_imports_bind_assets_and_shape_the_prompt(
+    remote: TavernService, fake: FakeOpenAIServer, events: Recorder
+) -> None:
+    card = await remote.import_asset(KEY, "card", "mira.json", raw(CARD))
+    assert (card.name, card.details["book_entries"]) == ("Mira", 1)
+    assert (await remote.import_asset(KEY, "preset", "story.json", raw(PRESET))).name == "story"
+    assert (await remote.import_asset(KEY, "worldbook", "town.json", raw(BOOK))).name == "town"
+    regex = await remote.import_asset(KEY, "regex", "clean.json", raw([SCRIPT]))
+    assert regex.details == {"scripts": 1}
+    info = await remote.session_info(KEY)
+    assert (info.character, info.preset, info.worldbooks) == ("Mira", "story", ("town",))
+    with pytest.raises(FormatError):
+        await remote.import_asset(KEY, "preset", "bad.json", b"{not json")
+    fake.script(FakeReply(text="Welcome.<summary>Ann entered the inn</summary>"))
+    view = await remote.respond(KEY, MAIN_BRANCH, [line("I walk from the forest to the inn")])
+    # summary tags were taken out before the regex script could rewrite them
+    assert view.text == "Welcome."
+    extracted = [e for e in events.events if e.name == "memory.extracted"]
+    assert extracted and extracted[0].payload["items"][0]["text"] == "Ann entered the inn"
+    prompt = [m["content"] for m in fake.chat_requests[0].messages]
+    assert prompt[0] == "Play Mira."
+    assert any("The forest is dark." in c for c in prompt)
+    assert any("The inn is warm." in c for c in prompt)
+    assert "worldbook.matched" in events.names()
+    dry = await remote.dry_run(KEY, MAIN_BRANCH, "back to the forest")
+    assert dry["messages"][-1]["content"] == "back to the forest"
+    assert len(fake.chat_requests) == 1  # a dry run calls no model
+
+
+async def test_regex_scripts_rewrite_the_stored_reply(
+    remote: TavernService, fake: FakeOpenAIServer, events: Recorder
+) -> None:
+    await remote.import_asset(KEY, "regex", "clean.json", raw(SCRIPT))
+    fake.script(FakeReply(text="a summary of it"))
+    view = await remote.respond(KEY, MAIN_BRANCH, [line("hi")])
+    assert view.text == "a X of it"
+    assert "regex.applied" in events.names()
+
+
+async def test_chat_import_becomes_a_branch(service: TavernService) -> None:
+    chat = [
+        {"user_name": "Ann", "character_name": "Mira", "chat_metadata": {}},
+        {"name": "Ann", "is_user": True, "mes": "hi"},
+        {"name": "Mira", "is_user": False, "mes": "two", "swipes": ["one", "two"], "swipe_id": 1},
+        {"name": "Ann", "is_user": True, "mes": "bye"},
+        {"name": "Mira", "is_user": False, "mes": "farewell"},
+    ]
+    data = "\n".join(json.dumps(x) for x in chat).encode()
+    summary = await service.import_asset(KEY, "chat", "old.jsonl", data)
+    assert summary.details["floors"] == 2
+    views = await service.history(KEY, summary.name)
+    assert [(v.floor, v.page, v.pages, v.text) for v in views] == [
+        (1, 2, 2, "two"),
+        (2, 1, 1, "farewell"),
+    ]
+    exported = [json.loads(x) for x in (await service.export_chat(KEY, summary.name)).splitlines()]
+    assert [r.get("mes") for r in exported[1:]] == ["hi", "two", "bye", "farewell"]
+
+
+async def test_preview_and_explicit_variables(service: TavernService) -> None:
+    await service.set_variable(KEY, MAIN_BRANCH, "gold", 5, "chat")
+    assert await service.preview(KEY, MAIN_BRANCH, "{{getvar::gold}} {{setvar::gold::9}}") == "5 "
+    assert (await service.variables(KEY, MAIN_BRANCH, "chat")) == {"gold": 5}
+    await service.respond(KEY, MAIN_BRANCH, [line("hi")])
+    await service.delete_variable(KEY, MAIN_BRANCH, "gold", "chat")
+    history = await service.variable_history(KEY, MAIN_BRANCH, "gold")
+    assert [(w.value, w.deleted) for w in history] == [(5, False), (None, True)]
+
+
+async def test_platform_links_hide_and_reset(service: TavernService) -> None:
+    await service.respond(KEY, MAIN_BRANCH, [line("one")])
+    await service.regenerate(KEY, MAIN_BRANCH)
+    await service.link_message(
+        KEY, "msg-9", PlatformRef(branch=MAIN_BRANCH, floor=1, page=2, role="assistant")
+    )
+    assert await service.resolve_message(KEY, "msg-9") == PlatformRef(
+        branch=MAIN_BRANCH, floor=1, page=2, role="assistant"
+    )
+    assert await service.resolve_message(KEY, "unknown") is None
+    await service.link_message(
+        KEY, "in-1", PlatformRef(branch=MAIN_BRANCH, floor=1, page=None, role="user")
+    )
+    await service.hide_message(KEY, "in-1")
+    assert await service.history(KEY, MAIN_BRANCH) == []  # the floor is hidden, not deleted
+    await service.configure(KEY, macro_mode="full")
+    await service.respond(KEY, MAIN_BRANCH, [line("{{setvar::kept::1}}two")])
+    assert "kept" in await service.variables(KEY, MAIN_BRANCH)
+    await service.reset(KEY)
+    assert await service.history(KEY, MAIN_BRANCH) == []
+    assert "kept" not in await service.variables(KEY, MAIN_BRANCH)
+    assert (await service.respond(KEY, MAIN_BRANCH, [line("fresh")])).floor == 3
+
+
+async def test_continue_extends_the_active_reply(
+    remote: TavernService, fake: FakeOpenAIServer
+) -> None:
+    fake.script(FakeReply(text="Once upon"), FakeReply(text=" a time."))
+    await remote.respond(KEY, MAIN_BRANCH, [line("tell")])
+    view = await remote.continue_reply(KEY, MAIN_BRANCH)
+    assert (view.page, view.pages, view.text) == (2, 2, "Once upon a time.")
+    # the continue request ends with the text being continued
+    assert any(m["content"] == "Once upon" for m in fake.chat_requests[1].messages)
+
+
+async def test_compat_plus_runs_director_and_verifier(
+    service: TavernService, events: Recorder
+) -> None:
+    await service.configure(
+        KEY, prompt_mode="compat_plus", slots=["narrator", "director", "verifier"]
+    )
+    await service.respond(KEY, MAIN_BRANCH, [line("hi")])
+    slots = [e.payload["slot"] for e in events.events if e.name == "generation.started"]
+    assert slots == ["director", "narrator", "verifier"]
+    await service.configure(KEY, prompt_mode="compat_strict")
+    events.events.clear()
+    await service.respond(KEY, MAIN_BRANCH, [line("again")])
+    slots = [e.payload["slot"] for e in events.events if e.name == "generation.started"]
+    assert slots == ["narrator"]
+
+
+async def test_named_limits(service: TavernService, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(EngineError, match="MAX_INPUT_CHARS"):
+        await service.respond(KEY, MAIN_BRANCH, [line("x" * (MAX_INPUT_CHARS + 1))])
+    for text in ("one", "two", "three"):
+        await service.respond(KEY, MAIN_BRANCH, [line(text)])
+    monkeypatch.setattr(transfer, "EXPORT_PAGE", 2)
+    exported = (await service.export_chat(KEY, MAIN_BRANCH)).decode().splitlines()
+    assert len(exported) == 1 + 3 * 2  # paging in units of EXPORT_PAGE keeps every floor
+    monkeypatch.setattr(transfer, "MAX_IMPORT_FLOORS", 1)
+    chat = "\n".join(
+        json.dumps(x)
+        for x in ({"user_name": "A"}, {"name": "M", "mes": "a"}, {"name": "M", "mes": "b"})
+    ).encode()
+    with pytest.raises(EngineError, match="MAX_IMPORT_FLOORS"):
+        await service.import_asset(KEY, "chat", "big.jsonl", chat)
+
+
+async def test_history_window_bounds_what_a_turn_reads(
+    remote: TavernService, fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for text in ("one", "two", "three"):
+        await remote.respond(KEY, MAIN_BRANCH, [line(text)])
+    monkeypatch.setattr(
+        context.read_turn, "__kwdefaults__", {**context.read_turn.__kwdefaults__, "window": 1}
+    )
+    await remote.respond(KEY, MAIN_BRANCH, [line("four")])
+    contents = [m["content"] for m in fake.chat_requests[-1].messages]
+    assert "one" not in contents and "three" in contents and contents[-1] == "four"
+
+
+async def test_branch_locks_are_dropped_when_idle() -> None:
+    locks = BranchLocks()
+    async with locks.hold(1, "main"):
+        assert locks.busy(1, "main") and len(locks) == 1
+    assert not locks.busy(1, "main") and len(locks) == 0
