@@ -267,6 +267,15 @@ class TavernService:
             page: Page | None = None
             try:
                 floor = await self.timeline.open_floor(target.id, inputs)
+                for message in inputs:
+                    self._emit(
+                        "message.appended",
+                        session=key.key,
+                        branch=branch,
+                        floor=floor.seq,
+                        role="user",
+                        text=message.raw,
+                    )
                 # One unit of work moves the new floor to generating, adds its first page
                 # and reads everything the turn needs.
                 async with self.storage.unit_of_work() as uow:
@@ -298,6 +307,30 @@ class TavernService:
         """Add a page to the latest floor that extends its active reply (SillyTavern's
         Continue): the new page holds the old text followed by the continuation."""
         return await self._again(key, branch, "continue", on_text)
+
+    async def edit_and_regenerate(
+        self,
+        key: SessionKey,
+        branch: str,
+        lines: Sequence[UserLine],
+        *,
+        on_text: OnText | None = None,
+    ) -> ReplyView:
+        """Answer an edited version of the latest floor's input. Floors are frozen, so the
+        edit goes to a new branch forked before that floor (named ``<branch>-edit-<n>``); the
+        original floor, its pages and its variable writes stay where they were."""
+        ids = await self._session(key)
+        target = await self._branch(ids.session_id, branch)
+        latest = await self.history_service.latest_floor(target.id)
+        if latest is None or latest.state != "committed":
+            raise NothingToDoError(f"branch {branch!r} has no answered message to edit")
+        taken = {b.name for b in await self.timeline.branches(ids.session_id)}
+        name, n = f"{branch}-edit-{latest.seq}", 1
+        while name in taken:
+            n += 1
+            name = f"{branch}-edit-{latest.seq}-{n}"
+        await self.fork(key, branch, after_floor=latest.seq - 1, name=name)
+        return await self.respond(key, name, lines, on_text=on_text)
 
     async def _again(
         self, key: SessionKey, branch: str, mode: str, on_text: OnText | None

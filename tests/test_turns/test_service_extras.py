@@ -210,3 +210,16 @@ async def test_branch_locks_are_dropped_when_idle() -> None:
     async with locks.hold(1, "main"):
         assert locks.busy(1, "main") and len(locks) == 1
     assert not locks.busy(1, "main") and len(locks) == 0
+
+
+async def test_edit_and_regenerate_answers_on_a_new_branch(service: TavernService) -> None:
+    await service.configure(KEY, macro_mode="full")
+    await service.respond(KEY, MAIN_BRANCH, [line("{{setvar::a::1}}first")])
+    await service.respond(KEY, MAIN_BRANCH, [line("{{setvar::b::1}}typo")])
+    view = await service.edit_and_regenerate(KEY, MAIN_BRANCH, [line("fixed")])
+    assert (view.branch, view.floor) == ("main-edit-2", 2)
+    assert "You said: fixed" in view.text
+    assert set(await service.variables(KEY, "main-edit-2")) == {"a"}
+    assert set(await service.variables(KEY, MAIN_BRANCH)) == {"a", "b"}
+    with pytest.raises(EngineError):
+        await service.edit_and_regenerate(KEY, "main-edit-2-none", [line("x")])
