@@ -483,3 +483,8 @@ class Storage(Protocol):
     def unit_of_work(self) -> AbstractAsyncContextManager[UnitOfWork]:
         """A fresh unit of work (never share one between tasks)."""
         ...
+
+    def read(self) -> AbstractAsyncContextManager[UnitOfWork]:
+        """A unit of work that only reads: it sees one consistent snapshot and never waits
+        for, or holds up, writers (on SQLite it takes no write lock). Never write in it."""
+        ...

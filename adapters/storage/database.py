@@ -2,7 +2,8 @@
 
 SQLite gets WAL journaling (readers never block the writer), foreign keys on, a busy timeout,
 and ``BEGIN IMMEDIATE`` transactions: a unit of work takes the write lock when it starts, so
-two writers queue on the busy timeout instead of failing halfway with a stale snapshot.
+two writers queue on the busy timeout instead of failing halfway with a stale snapshot. Reading
+units of work (marked with :data:`READ_ONLY_OPTION`) start a plain deferred ``BEGIN`` instead.
 PostgreSQL runs at READ COMMITTED; compare-and-set updates and a per-branch row lock
 serialise what must be serialised. ``schema`` (PostgreSQL only) puts every table in that
 schema through ``search_path``; tests use it to isolate themselves.
@@ -21,6 +22,9 @@ SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
 """How long a SQLite writer waits for the lock before giving up."""
 
 PG_POOL_SIZE: Final = 5
+
+READ_ONLY_OPTION: Final = "tavernbot_read_only"
+"""Execution option marking the connections of reading units of work."""
 
 
 def is_sqlite(url: str) -> bool:
@@ -60,4 +64,6 @@ def _setup_sqlite(engine: AsyncEngine) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # A reading unit of work starts a deferred transaction: a WAL snapshot, no lock.
+        read_only = connection.get_execution_options().get(READ_ONLY_OPTION, False)
+        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")

@@ -1,18 +1,20 @@
 """The unit of work: one ``AsyncSession``, one transaction, one task.
 
 ``async with storage.unit_of_work() as uow:`` begins a transaction, commits it when the block
-ends normally and rolls it back when the block raises. A uniqueness violation or a lock that
+ends normally and rolls it back when the block raises; ``storage.read()`` is the same for
+reads only. A uniqueness violation or a lock that
 could not be taken becomes :class:`engine.errors.ConflictError` at this edge.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from adapters.storage.database import READ_ONLY_OPTION
 from adapters.storage.timeline_repos import (
     SqlAssets,
     SqlBranches,
@@ -51,12 +53,26 @@ class SqlStorage:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._sessions = async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
+        self._readers = async_sessionmaker(
+            engine.execution_options(**{READ_ONLY_OPTION: True}),
+            expire_on_commit=False,
+            autoflush=False,
+        )
+
+    def unit_of_work(self) -> AbstractAsyncContextManager[SqlUnitOfWork]:
+        """A fresh unit of work; see the module docstring."""
+        return self._open(self._sessions)
+
+    def read(self) -> AbstractAsyncContextManager[SqlUnitOfWork]:
+        """A unit of work for reads only (no write lock on SQLite)."""
+        return self._open(self._readers)
 
     @asynccontextmanager
-    async def unit_of_work(self) -> AsyncIterator[SqlUnitOfWork]:
-        """A fresh unit of work; see the module docstring."""
+    async def _open(
+        self, sessions: async_sessionmaker[AsyncSession]
+    ) -> AsyncIterator[SqlUnitOfWork]:
         try:
-            async with self._sessions() as db, db.begin():
+            async with sessions() as db, db.begin():
                 yield SqlUnitOfWork(db)
         except IntegrityError as exc:
             raise ConflictError(

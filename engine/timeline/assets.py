@@ -37,7 +37,7 @@ class AssetService:
     async def get(self, realm_id: int, kind: AssetKind, name: str) -> Asset:
         """The asset; TimelineNotFoundError when the realm has none by that name."""
         _check_kind(kind)
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             found = await uow.assets.get(realm_id, kind, name)
         if found is None:
             raise TimelineNotFoundError(f"no {kind} named {name!r} in this realm")
@@ -47,7 +47,7 @@ class AssetService:
         """The realm's assets (of one kind), by kind and name."""
         if kind is not None:
             _check_kind(kind)
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             return await uow.assets.list(realm_id, kind)
 
     async def delete(self, realm_id: int, kind: AssetKind, name: str) -> bool:

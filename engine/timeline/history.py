@@ -38,7 +38,7 @@ class HistoryService:
                 limit="MAX_HISTORY",
                 value=MAX_HISTORY,
             )
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             branch = await uow.branches.get(branch_id)
             lineage = await store.lineage_of(uow, branch)
             last = await store.head_of(uow, lineage)
@@ -50,7 +50,7 @@ class HistoryService:
 
     async def floor_view(self, branch_id: int, seq: int) -> FloorView:
         """Committed floor ``seq`` as the branch sees it; TimelineNotFoundError if none."""
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             lineage = await store.lineage_of(uow, await uow.branches.get(branch_id))
             views = await _views(uow, lineage, seq, seq)
         if not views:
@@ -62,17 +62,17 @@ class HistoryService:
     async def latest_floor(self, branch_id: int) -> Floor | None:
         """The branch's own newest floor that has not failed (draft, generating or
         committed), or None when it has none of its own."""
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             return await uow.floors.latest(branch_id)
 
     async def floor(self, floor_id: int) -> Floor:
         """A floor by id."""
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             return await uow.floors.get(floor_id)
 
     async def pages(self, floor_id: int) -> list[Page]:
         """Every page of a floor, by number (failed and pending ones included)."""
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             return await uow.pages.of_floors([floor_id])
 
     # ------------------------------------------------------------------ platform messages
@@ -103,7 +103,7 @@ class HistoryService:
 
     async def resolve_message(self, session_id: int, platform_ref: str) -> PlatformLink | None:
         """Where a platform message maps, if it is known."""
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             return await uow.links.get(session_id, platform_ref)
 
     async def hide_message(self, session_id: int, platform_ref: str) -> PlatformLink | None:

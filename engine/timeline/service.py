@@ -168,7 +168,7 @@ class TimelineService:
 
     async def find_session(self, platform: str, key: str) -> Session | None:
         """The session ``(platform, key)``, if it exists."""
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             return await uow.sessions.find(platform, key)
 
     async def update_settings(self, session_id: int, settings: SessionSettings) -> Session:
@@ -180,12 +180,12 @@ class TimelineService:
 
     async def branches(self, session_id: int) -> list[Branch]:
         """Every branch of a session, oldest first."""
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             return await uow.branches.list(session_id)
 
     async def branch(self, session_id: int, name: str) -> Branch:
         """The branch ``name`` of a session; TimelineNotFoundError when missing."""
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             found = await uow.branches.find(session_id, name)
         if found is None:
             raise TimelineNotFoundError(f"session {session_id} has no branch named {name!r}")
@@ -193,7 +193,7 @@ class TimelineService:
 
     async def head(self, branch_id: int) -> int:
         """The number of the branch's newest committed floor (0 when it has none)."""
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             branch = await uow.branches.get(branch_id)
             return await store.head_of(uow, await store.lineage_of(uow, branch))
 

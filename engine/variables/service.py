@@ -35,7 +35,7 @@ class VariableService:
         """The five scopes as the branch sees them now (``floor`` None), or as they were right
         after floor ``floor`` committed (the branch scope as of then; ``page``/``floor`` are
         that floor's active page and floor; chat and global are always current)."""
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             branch = await uow.branches.get(branch_id)
             lineage = await store.lineage_of(uow, branch)
             head = await store.head_of(uow, lineage)
@@ -80,7 +80,7 @@ class VariableService:
     async def base_for(self, floor_id: int) -> VariableState:
         """The state a new page of this floor starts from: the branch scope before the floor,
         its explicit floor-scope values, an empty page scope, and current chat and global."""
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             floor = await uow.floors.get(floor_id)
             branch = await uow.branches.get(floor.branch_id)
             session = await uow.sessions.get(branch.session_id)
@@ -176,7 +176,7 @@ class VariableService:
         """Every write of ``key`` the branch sees, oldest first: the active pages' writes
         along its lineage, explicit writes it sees, the session's chat writes and the realm's
         global writes."""
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             branch = await uow.branches.get(branch_id)
             session = await uow.sessions.get(branch.session_id)
             lineage = await store.lineage_of(uow, branch)

@@ -78,3 +78,29 @@ async def test_concurrent_get_or_create_of_a_session_makes_one(storage) -> None:
     assert len({r.session.id for r in results}) == 1
     assert sum(r.created for r in results) == 1
     assert len(await world.timeline.branches(results[0].session.id)) == 1
+
+
+async def test_a_reader_neither_waits_for_nor_sees_an_open_write(storage) -> None:
+    world = World(storage)
+    opened = await world.session()
+    await world.variables.set(opened.main.id, "chat", "x", 1)
+    writing = asyncio.Event()
+    release = asyncio.Event()
+
+    async def writer() -> None:
+        async with storage.unit_of_work() as uow:
+            await uow.variables.change("chat", opened.session.id, {"x": 2})
+            writing.set()
+            await release.wait()  # the write lock is held until the reader is done
+
+    task = asyncio.create_task(writer())
+    try:
+        await writing.wait()
+        # The guard only turns a hang into a failure; a reader that waited for the writer
+        # would never finish, because the writer waits for the reader.
+        state = await asyncio.wait_for(world.variables.state(opened.main.id), timeout=60)
+        assert state.chat == {"x": 1}
+    finally:
+        release.set()
+        await task
+    assert (await world.variables.state(opened.main.id)).chat == {"x": 2}

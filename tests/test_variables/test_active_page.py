@@ -126,6 +126,9 @@ class _FaultyStorage:
             uow.variables = _FaultyVariables(uow.variables, self._fail_scope)
             yield uow
 
+    def read(self) -> Any:
+        return self._inner.read()
+
 
 @pytest.mark.parametrize("fail_scope", ["branch", "global"])
 async def test_an_exception_inside_a_commit_leaves_no_partial_state(storage, fail_scope) -> None:
