@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.macros.randomness import SeedRandom, parse_dice, pick_index, string_hash
 from tests.test_macros.util import ctx, text
@@ -96,3 +98,23 @@ def test_random_list_forms() -> None:
     assert text("{{random a\\,b}}") == "a,b"
     assert text("[{{random}}]") == "[]"
     assert text("{{random:x, y}}") in {"x", "y"}
+
+
+def _reference_hash(text: str) -> int:
+    """cyrb53 one code unit at a time, masking every step (the plain reading of the spec)."""
+    units = [ord(c) for c in text.encode("utf-16-le").decode("latin-1")]
+    codes = [units[i] | units[i + 1] << 8 for i in range(0, len(units), 2)]
+    mask = 0xFFFFFFFF
+    h1, h2 = 0xDEADBEEF, 0x41C6CE57
+    for ch in codes:
+        h1 = ((h1 ^ ch) * 2654435761) & mask
+        h2 = ((h2 ^ ch) * 1597334677) & mask
+    h1 = (((h1 ^ (h1 >> 16)) * 2246822507) & mask) ^ (((h2 ^ (h2 >> 13)) * 3266489909) & mask)
+    h2 = (((h2 ^ (h2 >> 16)) * 2246822507) & mask) ^ (((h1 ^ (h1 >> 13)) * 3266489909) & mask)
+    return 4294967296 * (2097151 & h2) + h1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=100))
+def test_unrolled_hash_matches_the_step_by_step_reading(text_: str) -> None:
+    assert string_hash(text_) == _reference_hash(text_)
