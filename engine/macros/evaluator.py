@@ -251,6 +251,40 @@ class MacroEnv:
             out = self.limit_text(out, _first_position(items))
         return out
 
+    def eval_args(self, m: Macro, depth: int, delta: int) -> list[str]:
+        """A macro's inline arguments, left to right, one level deeper. A plain argument needs
+        no evaluation but still counts as a document (a step, and the depth check), so step
+        and depth accounting match the Core Profile's."""
+        plain = m.plain_args
+        if plain is not None:
+            if plain:
+                self._charge_plain(len(plain), m.start, depth)
+            return list(plain)
+        out: list[str] = []
+        for arg in m.args:
+            if arg.plain is not None:
+                self._charge_plain(1, arg.start, depth)
+                out.append(arg.plain)
+            else:
+                out.append(self.eval_items(arg.items, depth + 1, delta))
+        return out
+
+    def _charge_plain(self, count: int, position: int, depth: int) -> None:
+        if depth + 1 > self.max_depth:
+            self.warn(
+                d.MACRO_DEPTH_LIMIT_EXCEEDED,
+                f"nesting deeper than {self.max_depth} (limit max_depth); kept as written",
+                position,
+            )
+        self.steps += count
+        if self.steps > self.max_steps:
+            self.warn_once(
+                d.MACRO_STEP_LIMIT_EXCEEDED,
+                f"evaluation stopped after {self.max_steps} steps (limit max_steps); "
+                "the rest is kept as written",
+                position,
+            )
+
     def eval_arg(self, arg: Arg, depth: int, delta: int) -> str:
         """An argument's value (plain text costs nothing)."""
         plain = arg.plain
@@ -281,14 +315,7 @@ class MacroEnv:
             return eval_if(self, m, scoped, depth, delta)
         if definition.writes and self.write_block is not None:
             return fallbacks.blocked_write(self, m, scoped, definition)
-        plain = m.plain_args
-        if plain is not None:
-            args = list(plain)
-        else:
-            args = [
-                a.plain if a.plain is not None else self.eval_items(a.items, depth + 1, delta)
-                for a in m.args
-            ]
+        args = self.eval_args(m, depth, delta)
         if scoped is not None:
             content = self.eval_arg(scoped.content, depth + 1, delta)
             args.append(content if m.preserve else trim_scoped(content))

@@ -22,8 +22,8 @@ def eval_dynamic_text(
 ) -> str:
     """A call-local macro given as text: it takes no arguments and is never re-scanned."""
     env.use(m.lname)
-    if m.args or scoped is not None:
-        args = [env.eval_arg(a, depth + 1, delta) for a in m.args]
+    if m.arg_count or scoped is not None:
+        args = env.eval_args(m, depth, delta)
         if scoped is not None:
             args.append(env.eval_arg(scoped.content, depth + 1, delta))
         env.warn(
@@ -45,14 +45,7 @@ def eval_unknown(env: MacroEnv, m: Macro, scoped: Scoped | None, depth: int, del
     view, then global, as at the start of the evaluation); otherwise it stays raw."""
     from engine.macros.variables import MISSING, snapshot_value
 
-    plain = m.plain_args
-    if plain is not None:
-        args = list(plain)
-    else:
-        args = [
-            a.plain if a.plain is not None else env.eval_items(a.items, depth + 1, delta)
-            for a in m.args
-        ]
+    args = env.eval_args(m, depth, delta)
     if scoped is not None:
         args.append(env.eval_arg(scoped.content, depth + 1, delta))
     elif not args and not m.closing:

@@ -120,8 +120,13 @@ def eval_if(env: MacroEnv, m: Macro, scoped: Scoped | None, depth: int, delta: i
                 env.add_trace("if", block_raw, block_raw, "if", "raw")
             return block_raw
     else:
-        value = postprocess(env.eval_items(cond_items, depth + 1, cond_delta))
-        truthy = st_truthy(_auto_resolve(env, value))
+        plain = all(item.__class__ is str for item in cond_items)
+        raw_value = (
+            "".join(cond_items)  # type: ignore[arg-type]
+            if plain
+            else env.eval_items(cond_items, depth + 1, cond_delta)
+        )
+        truthy = st_truthy(_auto_resolve(env, postprocess(raw_value)))
     if invert:
         truthy = not truthy
     then_items, else_items, then_start, else_start = _branches(env, m, scoped, expression)

@@ -168,3 +168,13 @@ def test_many_large_results_stop_evaluation_early() -> None:
     assert "macro_step_limit_exceeded" in codes(result)
     # Work stopped after about OUTPUT_WORK_FACTOR * max_output_chars characters were made.
     assert result.text.count(" ") == 20_000 and "{{space::5000}}" not in result.text[:20_000]
+
+
+def test_arguments_count_as_documents_for_steps_and_depth() -> None:
+    # Core Profile accounting: the document, each macro and each argument is a step.
+    context = ctx(local={"x": "X", "y": "Y"})
+    result = run("{{getvar::x}}{{getvar::y}}", context, limits=Limits(max_steps=3))
+    assert result.text == "X{{getvar::y}}"
+    assert codes(result) == ["macro_step_limit_exceeded"]
+    deep = run("{{getvar::x}}", context, limits=Limits(max_depth=0))
+    assert deep.text == "X" and codes(deep) == ["macro_depth_limit_exceeded"]
