@@ -223,3 +223,17 @@ async def test_edit_and_regenerate_answers_on_a_new_branch(service: TavernServic
     assert set(await service.variables(KEY, MAIN_BRANCH)) == {"a", "b"}
     with pytest.raises(EngineError):
         await service.edit_and_regenerate(KEY, "main-edit-2-none", [line("x")])
+
+
+async def test_dry_run_persists_nothing(service: TavernService) -> None:
+    preset = {
+        "prompts": [{"identifier": "main", "name": "Main", "content": "{{setvar::d::1}}Go."}]
+    }
+    await service.import_asset(KEY, "preset", "p.json", raw(preset))
+    report = await service.dry_run(KEY, MAIN_BRANCH, "test")
+    assert report["messages"][0]["content"] == "Go."
+    assert [m["key"] for m in report["macro"]["mutations"]] == ["d"]
+    assert await service.variables(KEY, MAIN_BRANCH) == {}
+    assert await service.history(KEY, MAIN_BRANCH) == []
+    with pytest.raises(EngineError):
+        await service.dry_run(KEY, MAIN_BRANCH, "")
