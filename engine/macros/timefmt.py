@@ -238,7 +238,7 @@ def humanize(milliseconds: float, with_suffix: bool = False) -> str:
 
 
 _ISO = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?"
+    r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2})(?::(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?)?"
     r"\s*(Z|[+-]\d{2}:?\d{2})?\Z",
     re.IGNORECASE,
 )
