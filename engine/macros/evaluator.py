@@ -13,9 +13,10 @@ from datetime import datetime
 from typing import Any, Literal
 
 from engine.macros import diagnostics as d
-from engine.macros import fallbacks
+from engine.macros import fallbacks, variables
 from engine.macros.context import MacroContext
 from engine.macros.diagnostics import MacroTrace, MacroWarning, Mutation, Phase
+from engine.macros.ifblock import eval_if
 from engine.macros.limits import (
     CHARS_PER_STEP,
     MAX_TRACES,
@@ -24,7 +25,7 @@ from engine.macros.limits import (
     Limits,
 )
 from engine.macros.nodes import Arg, Item, Macro, RawMacro, Scoped, Template, VarExpr
-from engine.macros.processing import trim_scoped
+from engine.macros.processing import postprocess, trim_scoped
 from engine.macros.registry import (
     MacroArgumentError,
     MacroDef,
@@ -32,23 +33,12 @@ from engine.macros.registry import (
     MacroValueMissing,
     Registry,
 )
+from engine.macros.shorthand import eval_shorthand
 
 #: Access to state-changing macros: ``full``, ``read_only`` (user-authored platform text:
 #: write macros stay raw with a warning) or ``off`` (no macro is evaluated).
 Access = Literal["full", "read_only", "off"]
 ACCESS_MODES: tuple[Access, ...] = ("full", "read_only", "off")
-
-
-def eval_shorthand(env: MacroEnv, node: VarExpr, depth: int, delta: int) -> str:
-    """Evaluate a variable shorthand (imported late: the module needs this one)."""
-    from engine.macros import shorthand
-
-    globals()["eval_shorthand"] = shorthand.eval_shorthand
-    return shorthand.eval_shorthand(env, node, depth, delta)
-
-
-class StepLimitReached(Exception):
-    """Internal: unwinds a handler that ran out of steps."""
 
 
 def raw_of(item: Item) -> str:
@@ -310,8 +300,6 @@ class MacroEnv:
         if definition is None:
             return fallbacks.eval_unknown(self, m, scoped, depth, delta)
         if definition.delay_args:
-            from engine.macros.ifblock import eval_if
-
             return eval_if(self, m, scoped, depth, delta)
         if definition.writes and self.write_block is not None:
             return fallbacks.blocked_write(self, m, scoped, definition)
@@ -348,7 +336,7 @@ class MacroEnv:
         except MacroValueMissing as exc:
             self.warn(d.MACRO_VALUE_MISSING, f"macro '{m.name}': {exc}", m.start, name)
             return fallbacks.raw_resolved(m, args, scoped)
-        except (StepLimitReached, RecursionError):
+        except RecursionError:
             raise
         except Exception as exc:  # an extension handler failed: keep the macro raw
             self.warn(
@@ -371,8 +359,6 @@ class MacroEnv:
 
     def get_variable(self, name: str, scope: d.Scope = "local") -> Any:
         """A variable as macros read it (numeric text coerced; ``''`` when missing)."""
-        from engine.macros import variables
-
         try:
             return variables.get(self, scope, name)
         except Exception:  # a bad path reads as missing for handlers
@@ -381,8 +367,6 @@ class MacroEnv:
     def set_variable(self, name: str, value: Any, scope: d.Scope = "local") -> bool:
         """Write a variable under the same rules as ``setvar`` (phase, access, budget);
         False when the write was refused."""
-        from engine.macros import variables
-
         if self.write_block is not None or not name:
             self.warn(
                 d.MACRO_WRITE_FORBIDDEN
@@ -402,8 +386,6 @@ class MacroEnv:
     def evaluate(self, text: str, *, replace_character_card: bool | None = None) -> str:
         """Evaluate another text in this environment (shared variables, limits and reports),
         with SillyTavern's pre- and post-processing, as ``substituteParams`` would."""
-        from engine.macros.processing import postprocess
-
         if not text:
             return ""
         if text in self.evaluating:
