@@ -244,13 +244,16 @@ class MemoryService:
         tag_summaries: Sequence[str] = (),
         message_ref: str | None = None,
         run_agent: bool = True,
+        model: ChatModel | None = None,
+        model_name: str | None = None,
     ) -> MemoryTurnOutcome:
         """Store what a committed turn taught (step 8); never raises an EngineError.
 
         ``reply_text`` is the visible reply (tags already extracted); ``tag_summaries`` the
         texts of the extracted ``<summary>``-style blocks. With ``run_agent`` and a model the
         memory agent plans facts, loops and the micro summary; otherwise the tags become the
-        micro summary.
+        micro summary. ``model``/``model_name`` override the service's memory model for this
+        turn (the turn's snapshotted memory-slot profile).
         """
         now = self.clock.now()
         tags = tuple(t for t in tag_summaries if t.strip())
@@ -265,8 +268,12 @@ class MemoryService:
         fallback = plan_tag_summaries(tags, turn=turn, new_id=self.new_id)
         degraded = False
         try:
-            if run_agent and self.model is not None:
-                plan = await self._agent_plan(view, turn, user_text, reply_text, tags)
+            agent = model or self.model
+            if run_agent and agent is not None:
+                name = model_name if model_name is not None else self.model_name
+                plan = await self._agent_plan(
+                    agent, name, view, turn, user_text=user_text, reply_text=reply_text
+                )
                 degraded = any(e.name == "memory.agent_output_invalid" for e in plan.events)
             else:
                 plan = fallback
@@ -287,13 +294,14 @@ class MemoryService:
 
     async def _agent_plan(
         self,
+        model: ChatModel,
+        model_name: str,
         view: Viewpoint,
         turn: AgentTurn,
+        *,
         user_text: str,
         reply_text: str,
-        tags: tuple[str, ...],
     ) -> MutationPlan:
-        assert self.model is not None
         records, relations = await self._lineage(view)
         context = build_agent_context(
             records,
@@ -308,9 +316,9 @@ class MemoryService:
             context,
             transcript=[("user", user_text), ("narrator", reply_text)],
             allowed_scopes=sorted(turn.allowed_scopes),
-            hints=tags,
+            hints=turn.tag_summaries,
         )
-        result = await self.model.complete(build_agent_request(self.model_name, messages))
+        result = await model.complete(build_agent_request(model_name, messages))
         return plan_agent_turn(
             result.text,
             context=context,
