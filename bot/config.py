@@ -75,6 +75,10 @@ class DiscordSettings(_Section):
     reply_policy: Literal["every_message", "mention", "quiet_period"] = "quiet_period"
     quiet_period_s: float = Field(default=8.0, ge=0)
     channels: dict[str, str] = Field(default_factory=dict)
+    members_intent: bool = False
+    command_guilds: list[int] = Field(default_factory=list)
+    edit_interval_s: float = Field(default=1.0, gt=0)
+    edit_rate_per_s: float = Field(default=20.0, gt=0)
 
 
 class TelegramSettings(_Section):
@@ -84,7 +88,12 @@ class TelegramSettings(_Section):
     api_base: str | None = None
     mode: Literal["polling", "webhook"] = "polling"
     webhook_url: str | None = None
+    webhook_host: str = "127.0.0.1"
+    webhook_port: int = Field(default=8443, ge=1, le=65535)
+    webhook_path: str = "/telegram"
+    webhook_secret: SecretStr | None = None
     allowed_users: list[int] = Field(default_factory=list)
+    batch_lines: bool = True
 
 
 class ConsoleSettings(_Section):

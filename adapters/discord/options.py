@@ -65,7 +65,12 @@ class DiscordOptions:
                 "reply_policy",
                 "quiet_period_s",
                 "channels",
+                "members_intent",
+                "edit_interval_s",
+                "edit_rate_per_s",
             )
             if hasattr(section, name)
         }
+        if hasattr(section, "command_guilds"):
+            known["command_guilds"] = tuple(int(g) for g in section.command_guilds)
         return cls(token=token or "", **{**known, **extra})

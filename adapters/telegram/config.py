@@ -89,5 +89,13 @@ class TelegramConfig:
             "webhook_url": section.webhook_url,
             "allowed_users": frozenset(int(u) for u in section.allowed_users),
         }
+        for name in ("webhook_host", "webhook_port", "webhook_path", "batch_lines"):
+            if hasattr(section, name):
+                values[name] = getattr(section, name)
+        secret = getattr(section, "webhook_secret", None)
+        if secret is not None:
+            values["webhook_secret"] = (
+                secret.get_secret_value() if hasattr(secret, "get_secret_value") else str(secret)
+            )
         values.update(overrides)
         return cls(**values)

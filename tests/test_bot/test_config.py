@@ -98,3 +98,21 @@ def test_secrets_are_never_echoed(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_settings(path, environ={})
     assert "12345" not in str(info.value)
+
+
+def test_platform_sections_reach_the_adapters(tmp_path: Path) -> None:
+    from adapters.discord.options import DiscordOptions
+    from adapters.telegram.config import TelegramConfig
+
+    path = tmp_path / "platforms.toml"
+    path.write_text(
+        "[discord]\ntoken = 'd'\ncommand_guilds = [42]\nedit_interval_s = 2.5\n"
+        "[telegram]\ntoken = '1:x'\nmode = 'webhook'\nwebhook_port = 9000\n"
+        "webhook_secret = 'shh'\nbatch_lines = false\n"
+    )
+    settings = load_settings(path, environ={})
+    discord = DiscordOptions.from_config(settings.discord)
+    assert discord.command_guilds == (42,) and discord.edit_interval_s == 2.5
+    telegram = TelegramConfig.from_section(settings.telegram)
+    assert telegram.webhook_port == 9000 and telegram.webhook_secret == "shh"
+    assert telegram.batch_lines is False and telegram.mode == "webhook"
