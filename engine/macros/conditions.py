@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from engine.macros import diagnostics as d
 from engine.macros.jsvalues import JS_WHITESPACE, is_false_boolean, string_to_number
 from engine.macros.nodes import Item
+from engine.macros.variables import display, get
 
 if TYPE_CHECKING:
     from engine.macros.evaluator import MacroEnv
@@ -254,8 +255,6 @@ class ExpressionEvaluator:
         if kind == "word":
             match = _VARIABLE.match(payload)
             if match:
-                from engine.macros.variables import display, get
-
                 scope = "local" if match.group(1) == "." else "global"
                 return display(get(self.env, scope, match.group(2)))  # type: ignore[arg-type]
             return payload  # type: ignore[no-any-return]

@@ -12,6 +12,7 @@ from engine.macros import diagnostics as d
 from engine.macros.jsvalues import to_display
 from engine.macros.nodes import Macro, RawMacro, Scoped
 from engine.macros.registry import MacroDef
+from engine.macros.variables import MISSING, snapshot_value
 
 if TYPE_CHECKING:
     from engine.macros.evaluator import MacroEnv
@@ -43,8 +44,6 @@ def eval_dynamic_text(
 def eval_unknown(env: MacroEnv, m: Macro, scoped: Scoped | None, depth: int, delta: int) -> str:
     """An unregistered name: its arguments still run; a bare name reads a variable (local
     view, then global, as at the start of the evaluation); otherwise it stays raw."""
-    from engine.macros.variables import MISSING, snapshot_value
-
     args = env.eval_args(m, depth, delta)
     if scoped is not None:
         args.append(env.eval_arg(scoped.content, depth + 1, delta))

@@ -22,7 +22,9 @@ from engine.macros.conditions import (
 )
 from engine.macros.jsvalues import JS_WHITESPACE
 from engine.macros.nodes import Item, Macro, Scoped
+from engine.macros.pairing import pair_items
 from engine.macros.processing import postprocess, trim_scoped
+from engine.macros.variables import display, get
 
 if TYPE_CHECKING:
     from engine.macros.evaluator import MacroEnv
@@ -61,8 +63,6 @@ def _branches(
         raw_items = m.args[1].raw_items
         start = m.args[1].start
     then_raw, else_raw, else_start = split_else(raw_items, insensitive)
-    from engine.macros.parser import pair_items
-
     can_accept = env.registry.can_accept
     result = (
         pair_items(m.src, then_raw, can_accept),
@@ -148,8 +148,6 @@ def eval_if(env: MacroEnv, m: Macro, scoped: Scoped | None, depth: int, delta: i
 
 def _auto_resolve(env: MacroEnv, value: str) -> str:
     """``{{if .x}}``/``{{if $x}}`` read variables; a registered 0-argument macro name runs."""
-    from engine.macros.variables import display, get
-
     match = _VARIABLE_CONDITION.match(value)
     if match:
         scope = "local" if match.group(1) == "." else "global"
