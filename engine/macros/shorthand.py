@@ -22,6 +22,16 @@ if TYPE_CHECKING:
 
 _WRITES = frozenset({"=", "+=", "-=", "++", "--", "||=", "??="})
 _SOURCE = {"local": "setvar", "global": "setglobalvar"}
+#: The variable macro each operator stands for (reported in ``used_names``).
+_USED_NAME = {
+    "=": "setvar",
+    "||=": "setvar",
+    "??=": "setvar",
+    "+=": "addvar",
+    "-=": "addvar",
+    "++": "incvar",
+    "--": "decvar",
+}
 
 
 def _falsy(value: Any) -> bool:
@@ -36,7 +46,9 @@ def eval_shorthand(env: MacroEnv, node: VarExpr, depth: int, delta: int) -> str:
     env.call_position = node.start + delta
     op = node.op
     name = node.name
-    env.use("." if scope == "local" else "$")
+    env.use(
+        _USED_NAME.get(op, "getvar").replace("var", "globalvar" if scope == "global" else "var")
+    )
     if op in _WRITES and env.write_block is not None:
         raw = node.src[node.start : node.end]
         if env.write_block == "read_only":

@@ -127,7 +127,8 @@ def test_warnings_have_messages_and_positions() -> None:
 
 def test_traces_and_used_names() -> None:
     result = run("{{user}}{{if 0}}a{{else}}{{char}}{{/if}}{{nope}}{{.x = 1}}", trace=True)
-    assert result.used_names == ("user", "if", "char", ".")
+    assert result.used_names == ("user", "if", "char", "setvar")
+    assert run("{{$g}}{{.h++}}").used_names == ("getglobalvar", "incvar")
     kinds = [(t.source_kind, t.macro_name, t.selected_branch) for t in result.traces]
     assert ("if", "if", "else") in kinds and ("raw", "nope", "raw") in kinds
     assert all(t.phase == "assemble" for t in result.traces)
