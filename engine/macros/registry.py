@@ -59,7 +59,8 @@ class ArgSpec:
 class MacroDef:
     """A registered macro. ``list_args`` is ``(min, max)`` extra list items (``max`` ``None``
     for unbounded) beyond the declared arguments; ``strict`` arity failures keep the macro raw.
-    ``delay_args`` hands the handler raw argument text (only ``if`` uses it)."""
+    ``delay_args`` hands the handler raw argument text (only ``if`` uses it); ``scoped=False``
+    forbids the ``{{name}}...{{/name}}`` form even when the arity would allow it."""
 
     name: str
     handler: MacroHandler
@@ -69,6 +70,7 @@ class MacroDef:
     strict: bool = True
     delay_args: bool = False
     writes: bool = False
+    scoped: bool = True
     description: str = ""
     min_args: int = field(init=False)
     max_args: int = field(init=False)
@@ -113,8 +115,9 @@ class MacroDef:
         return None
 
     def accepts_content(self, inline_args: int) -> bool:
-        """May this macro be scoped with ``inline_args`` arguments before its content?"""
-        if self.list_args is not None:
+        """May this macro be scoped with ``inline_args`` arguments before its content? (Only when
+        its arity leaves room for the content, and never when it is declared not scoped.)"""
+        if self.list_args is not None or not self.scoped:
             return False
         return self.min_args <= inline_args + 1 <= self.max_args
 
@@ -160,6 +163,7 @@ class Registry:
         list_args: tuple[int, int | None] | None = None,
         strict: bool = True,
         writes: bool = False,
+        scoped: bool = True,
         description: str = "",
     ) -> Callable[[MacroHandler], MacroHandler]:
         """Decorator form of :meth:`register`; the handler is returned unchanged."""
@@ -174,6 +178,7 @@ class Registry:
                     list_args=list_args,
                     strict=strict,
                     writes=writes,
+                    scoped=scoped,
                     description=description,
                 )
             )

@@ -187,3 +187,9 @@ def test_card_fields_collapse_newlines_when_asked() -> None:
     context = ctx(settings={"collapse_newlines": True})
     context.card.description = "a\n\n\nb\r"
     assert text("{{description}}", context) == "a\nb"
+
+
+def test_an_extension_can_refuse_the_scoped_form(registry: Registry) -> None:
+    registry.macro("tag", args=[ArgSpec(name="v")], scoped=False)(lambda env, args: f"<{args[0]}>")
+    assert text("{{tag::x}}", registry=registry) == "<x>"
+    assert text("{{tag}}x{{/tag}}", registry=registry) == "{{tag}}x{{/tag}}"
