@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from sqlalchemy import Table, and_, delete, func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from adapters.storage import convert
 from adapters.storage.models import (
@@ -55,7 +55,7 @@ ASSET = cast(Table, AssetRow.__table__)
 
 
 class _Repo:
-    def __init__(self, db: AsyncSession) -> None:
+    def __init__(self, db: AsyncConnection) -> None:
         self._db = db
 
 
@@ -155,7 +155,7 @@ class SqlBranches(_Repo):
 
     async def lock(self, branch_id: int) -> None:
         # SQLite's BEGIN IMMEDIATE already holds the database's one write lock.
-        if self._db.get_bind().dialect.name == "sqlite":
+        if self._db.dialect.name == "sqlite":
             return
         stmt = select(BRANCH.c.id).where(BRANCH.c.id == branch_id).with_for_update()
         if (await self._db.execute(stmt)).first() is None:
@@ -221,7 +221,7 @@ class SqlFloors(_Repo):
             update(FLOOR).where(FLOOR.c.id == floor_id, FLOOR.c.state == expected).values(**values)
         )
         result = await self._db.execute(stmt)
-        return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+        return bool(result.rowcount == 1)
 
     async def set_active_page(self, floor_id: int, *, expected: int | None, page: int) -> bool:
         current = (
@@ -233,7 +233,7 @@ class SqlFloors(_Repo):
             .values(active_page=page, updated_at=utcnow())
         )
         result = await self._db.execute(stmt)
-        return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+        return bool(result.rowcount == 1)
 
     async def set_hidden(self, floor_id: int, hidden: bool) -> None:
         await self._db.execute(update(FLOOR).where(FLOOR.c.id == floor_id).values(hidden=hidden))
@@ -309,7 +309,7 @@ class SqlPages(_Repo):
             values["meta"] = dict(meta)
         stmt = update(PAGE).where(PAGE.c.id == page_id, PAGE.c.status == expected).values(**values)
         result = await self._db.execute(stmt)
-        return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+        return bool(result.rowcount == 1)
 
     async def set_hidden(self, page_id: int, hidden: bool) -> None:
         await self._db.execute(update(PAGE).where(PAGE.c.id == page_id).values(hidden=hidden))
@@ -380,7 +380,7 @@ class SqlMessages(_Repo):
             .values(hidden=True)
         )
         result = await self._db.execute(stmt)
-        return int(result.rowcount)  # type: ignore[attr-defined]
+        return int(result.rowcount)
 
 
 class SqlLinks(_Repo):
@@ -456,4 +456,4 @@ class SqlAssets(_Repo):
             ASSET.c.realm_id == realm_id, ASSET.c.kind == kind, ASSET.c.name == name
         )
         result = await self._db.execute(stmt)
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(result.rowcount)

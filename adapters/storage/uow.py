@@ -12,7 +12,12 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+)
 
 from adapters.storage.database import READ_ONLY_OPTION
 from adapters.storage.timeline_repos import (
@@ -34,17 +39,20 @@ _LOCK_WORDS = ("database is locked", "deadlock detected", "could not serialize")
 class SqlUnitOfWork:
     """The repositories bound to one open transaction."""
 
-    def __init__(self, db: AsyncSession) -> None:
+    def __init__(self, db: AsyncSession, connection: AsyncConnection) -> None:
         self.db = db
-        self.realms = SqlRealms(db)
-        self.sessions = SqlSessions(db)
-        self.branches = SqlBranches(db)
-        self.floors = SqlFloors(db)
-        self.pages = SqlPages(db)
-        self.messages = SqlMessages(db)
-        self.links = SqlLinks(db)
-        self.assets = SqlAssets(db)
-        self.variables = SqlVariables(db)
+        # Repositories run Core statements on the transaction's connection: the same
+        # transaction as ``db``, without the ORM session's per-statement bookkeeping.
+        self.connection = connection
+        self.realms = SqlRealms(connection)
+        self.sessions = SqlSessions(connection)
+        self.branches = SqlBranches(connection)
+        self.floors = SqlFloors(connection)
+        self.pages = SqlPages(connection)
+        self.messages = SqlMessages(connection)
+        self.links = SqlLinks(connection)
+        self.assets = SqlAssets(connection)
+        self.variables = SqlVariables(connection)
 
 
 class SqlStorage:
@@ -73,7 +81,7 @@ class SqlStorage:
     ) -> AsyncIterator[SqlUnitOfWork]:
         try:
             async with sessions() as db, db.begin():
-                yield SqlUnitOfWork(db)
+                yield SqlUnitOfWork(db, await db.connection())
         except IntegrityError as exc:
             raise ConflictError(
                 f"storage refused a duplicate or dangling row: {exc.orig}"

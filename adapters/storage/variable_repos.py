@@ -9,7 +9,7 @@ from typing import Any, cast
 from sqlalchemy import Table, delete, insert, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from adapters.storage import convert
 from adapters.storage.models import (
@@ -29,7 +29,7 @@ SNAPSHOT = cast(Table, VariableSnapshotRow.__table__)
 class SqlVariables:
     """Variables inside one unit of work."""
 
-    def __init__(self, db: AsyncSession) -> None:
+    def __init__(self, db: AsyncConnection) -> None:
         self._db = db
 
     async def append(self, entries: Sequence[NewLogEntry]) -> None:
@@ -95,7 +95,7 @@ class SqlVariables:
     def _upsert(self) -> Any:
         """``INSERT ... ON CONFLICT (scope, owner_id, key) DO UPDATE`` for this dialect: one
         statement per change instead of a delete and an insert."""
-        dialect = self._db.get_bind().dialect.name
+        dialect = self._db.dialect.name
         make = pg_insert if dialect == "postgresql" else sqlite_insert
         stmt = make(VALUE)
         return stmt.on_conflict_do_update(
