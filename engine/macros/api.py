@@ -71,7 +71,7 @@ def evaluate(
     user: str | None = None,
     char: str | None = None,
     group: str | None = None,
-    access: Access = "full",
+    access: str = "full",
     registry: Registry | None = None,
     cache: TemplateCache | None = None,
     trace: bool = False,
@@ -123,7 +123,7 @@ def evaluate(
         registry=registry,
         phase=phase,
         limits=chosen,
-        access=access if access in ACCESS_MODES else "read_only",
+        access=_access(access),
         original=original,
         dynamic=dynamic,
         post_process=post_process,
@@ -154,6 +154,14 @@ def evaluate(
         used_names=tuple(env.used_names),
         steps=env.steps,
     )
+
+
+def _access(access: str) -> Access:
+    """An access mode; anything unknown is treated as the safe ``read_only``."""
+    for mode in ACCESS_MODES:
+        if access == mode:
+            return mode
+    return "read_only"
 
 
 def _run(env: MacroEnv, template: Template) -> str:
