@@ -165,8 +165,9 @@ class ChatStream(Protocol):
 #
 # One unit of work is one short database transaction, used by one task only: open it, read or
 # change what one step needs, leave it (commit on success, roll back on an exception). Never
-# hold one across a model call. Repositories return engine values, never rows. A uniqueness
-# or lock failure surfaces as ``engine.errors.ConflictError`` when the unit of work ends.
+# hold one across a model call. ``Storage.read()`` gives a unit of work for reads only.
+# Repositories return engine values, never rows. A uniqueness or lock failure surfaces as
+# ``engine.errors.ConflictError`` when the unit of work ends.
 
 from engine.timeline.values import (  # noqa: E402  (the storage section is appended here)
     Asset,
