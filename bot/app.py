@@ -1,9 +1,9 @@
 """The composition root: build the engine on real adapters, run the front ends, shut down.
 
 :class:`Application` owns the long-lived pieces (the database, the model pool, the event bus,
-the :class:`~engine.turns.service.TavernService`) in one ``AsyncExitStack``: the database is
-migrated when it opens, interrupted turns are failed (recovery), and everything is closed in
-reverse order. :func:`run` starts every configured platform (Discord, Telegram) or, with none,
+the :class:`~engine.turns.service.TavernService`, long-term memory and its job scheduler) in
+one ``AsyncExitStack``: the database is migrated when it opens, interrupted turns are failed
+(recovery), and everything is closed in reverse order. :func:`run` starts every configured platform (Discord, Telegram) or, with none,
 the console; it is the only place that installs signal handlers (SIGINT/SIGTERM stop it).
 :func:`chat` plays one console session.
 """
@@ -26,6 +26,7 @@ from adapters.secrets import build_secret_cipher
 from adapters.storage import SqlStorage, open_storage
 from bot.config import Settings
 from bot.events import EventBus
+from bot.scheduler import build_memory_service, start_memory_jobs
 from engine.ports import ChatModel
 from engine.turns.api import SessionKey
 from engine.turns.profiles import ENVIRONMENT_KEY_VARIABLE, LLMProfile, environment_profile
@@ -99,14 +100,25 @@ class Application:
             def model_for(profile: LLMProfile) -> ChatModel:
                 return pool.for_profile(profile, cipher, environ)
 
+            default = self.default_profile()
+            memory = build_memory_service(
+                self.storage,
+                model=model_for(default),
+                model_name=default.model,
+                events=self.events,
+            )
             self._service = TavernService(
                 self.storage,
                 model_for=model_for,
-                default_profile=self.default_profile(),
+                default_profile=default,
                 events=self.events,
                 cipher=cipher,
+                memory=memory,
             )
             failed = await self._service.start()
+            self.stack.push_async_callback(self._service.aclose)
+            scheduler = await start_memory_jobs(memory, timeline=self._service.timeline)
+            self.stack.push_async_callback(scheduler.shutdown)
             if failed:
                 log.warning("%d interrupted turn(s) were marked failed", len(failed))
             if self.offline:

@@ -65,6 +65,7 @@ class TurnRead:
     user_name: str
     state: VariableState
     timed_state: TimedState
+    branches: tuple[Branch, ...] = ()
 
 
 async def load_assets(uow: UnitOfWork, session: Session) -> SessionAssets:
@@ -253,6 +254,7 @@ async def read_turn(
         user_name=user_name,
         state=state,
         timed_state=timed_state_of(pairs[-1][1] if mode == "continue" and pairs else before),
+        branches=tuple(branches),
     )
 
 

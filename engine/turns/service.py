@@ -18,6 +18,7 @@ variables, imports and exports are here too; imports and exports live in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import Mapping, Sequence
@@ -27,7 +28,11 @@ from typing import Any, Final
 
 from engine.errors import EngineError, NotFoundError
 from engine.macros import evaluate
+from engine.memory.lineage import Viewpoint
+from engine.memory.scoping import viewpoint_for
+from engine.memory.service import MemoryService
 from engine.ports import Clock, Event, EventSink, RandomSource, Storage
+from engine.prompt.inputs import MemoryItem
 from engine.prompt.macro_port import macro_context
 from engine.prompt.tokens import counter_for_model
 from engine.timeline.assets import AssetService
@@ -89,6 +94,8 @@ log = logging.getLogger(__name__)
 
 MAX_INPUT_CHARS: Final = 32_000
 """One user message longer than this is refused."""
+MEMORY_RECENT_LINES: Final = 6
+"""Recent chat lines memory retrieval ranks relevance against (with the new message)."""
 
 
 class SystemClock:
@@ -123,6 +130,7 @@ class TavernService:
         clock: Clock | None = None,
         rng: RandomSource | None = None,
         cipher: SecretCipher | None = None,
+        memory: MemoryService | None = None,
     ) -> None:
         self.storage = storage
         self.events: EventSink = events or _Null()
@@ -136,6 +144,9 @@ class TavernService:
         self.rng: RandomSource = rng or random.Random()
         self.cipher: SecretCipher = cipher or NoSecretCipher()
         self.locks = BranchLocks()
+        self.memory = memory
+        # After-commit memory work runs in owned tasks so the reply is not held up by it.
+        self._background: set[asyncio.Task[None]] = set()
         self._ids: dict[SessionKey, _Ids] = {}
         self._branches: dict[tuple[int, str], Branch] = {}
 
@@ -374,14 +385,21 @@ class TavernService:
         session = read.session
         settings = session.settings
         snapshot = self._snapshot(session, read.assets.profiles)
+        stages = stages_for_turn(settings.prompt_mode, _enabled_slots(settings))
+        view = viewpoint_for(session, branch, read.branches, floor.seq) if self.memory else None
+        memory_items: tuple[MemoryItem, ...] = ()
+        if self.memory is not None and view is not None and "memory_retrieval" in stages:
+            memory_items = await self._retrieve(view, read)
         options = TurnOptions(
             mode=mode,
             prompt_mode=settings.prompt_mode,
             macro_mode=settings.macro_mode,
-            stages=stages_for_turn(settings.prompt_mode, _enabled_slots(settings)),
+            stages=stages,
             snapshot=snapshot,
             previous_text=previous_text,
             seed=f"{session.id}:{branch.id}:{floor.seq}:{page.number}",
+            memory=memory_items,
+            memory_after_commit=self.memory is not None,
         )
         tools = ToolBox(
             ToolPolicy.from_json(
@@ -394,6 +412,7 @@ class TavernService:
                 card=card_fields(read.assets),
                 clock=self.clock,
                 random=self.rng,
+                memory=self.memory.query_tool(view) if self.memory and view else None,
             ),
         )
         where = {
@@ -419,6 +438,8 @@ class TavernService:
             page.id, messages=[reply], writes=generated.writes, meta=generated.meta
         )
         self._emit("message.appended", **where, role="assistant", text=generated.display)
+        if self.memory is not None and view is not None and "memory_agent" in stages:
+            self._after_commit(view, read, generated.display, generated.meta, snapshot)
         pages = 1
         active = 1
         if mode != "respond":
@@ -437,6 +458,65 @@ class TavernService:
             text=generated.display,
             character=character,
         )
+
+    async def _retrieve(self, view: Viewpoint, read: TurnRead) -> tuple[MemoryItem, ...]:
+        """Step 3: the memory block for this turn (none when memory cannot be read)."""
+        assert self.memory is not None
+        recent = [line.text for line in read.history[-MEMORY_RECENT_LINES:]]
+        try:
+            block = await self.memory.retrieve(view, read.user_input or "", recent_turns=recent)
+        except EngineError as exc:
+            log.warning("memory retrieval failed, the turn goes on without it: %s", exc)
+            return ()
+        if not block.text:
+            return ()
+        return (MemoryItem(id=",".join(block.record_ids) or "memory", text=block.text),)
+
+    def _after_commit(
+        self,
+        view: Viewpoint,
+        read: TurnRead,
+        reply: str,
+        meta: Mapping[str, Any],
+        snapshot: ProfileSnapshot,
+    ) -> None:
+        """Step 8 after the commit, in an owned task: the memory agent (or the summary tags)
+        stores what the turn taught; it never fails the committed turn."""
+        memory = self.memory
+        assert memory is not None
+        profile = snapshot.profile("memory")
+        summaries = [str(item.get("text", "")) for item in meta.get("summaries", ())]
+
+        async def work() -> None:
+            try:
+                await memory.after_commit(
+                    view,
+                    user_text=read.user_input or "",
+                    reply_text=reply,
+                    tag_summaries=summaries,
+                    model=self.model_for(profile),
+                    model_name=profile.model,
+                )
+            except Exception:  # memory must never break the conversation
+                log.exception("memory after commit failed")
+
+        task = asyncio.get_running_loop().create_task(work(), name="memory-after-commit")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def drain(self, timeout_s: float = 30.0) -> None:
+        """Wait for after-commit work still running (up to ``timeout_s``)."""
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=timeout_s)
+
+    async def aclose(self, grace_s: float = 5.0) -> None:
+        """Let after-commit work finish briefly, then cancel what is left."""
+        await self.drain(grace_s)
+        for task in list(self._background):
+            task.cancel()
+        for task in list(self._background):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     def _snapshot(self, session: Session, data: Mapping[str, Any]) -> ProfileSnapshot:
         return snapshot_for(

@@ -36,6 +36,7 @@ from engine.prompt.inputs import (
     AssemblyInput,
     InstanceInput,
     ListHistory,
+    MemoryItem,
 )
 from engine.prompt.macro_port import EngineMacros, macro_context
 from engine.prompt.regex_run import Channel, apply_scripts
@@ -77,6 +78,8 @@ class TurnOptions:
     previous_text: str = ""
     seed: int | str = 0
     phase: Phase = "assemble"
+    memory: tuple[MemoryItem, ...] = ()
+    memory_after_commit: bool = False
 
 
 @dataclass(slots=True, kw_only=True)
@@ -155,7 +158,9 @@ class Generation:
             verdict = await self._instance("verifier", VERIFIER_PROMPT, stored)
             self.meta["verifier"] = _verdict(verdict)
         if "memory_agent" in self.options.stages:
-            self.meta["memory_agent"] = "not run: long-term memory is not wired into turns yet"
+            self.meta["memory_agent"] = (
+                "after commit" if self.options.memory_after_commit else "no memory service"
+            )
         writes = staged_from_macros(
             [d.item for d in macros.mutations if isinstance(d.item, MacroMutation)]
         )
@@ -217,6 +222,7 @@ class Generation:
             generation_type=generation_type,
             seed=self.options.seed,
             instances=instances,
+            memory=self.options.memory,
         )
         scripts = assets.scripts
 
