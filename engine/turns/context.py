@@ -23,7 +23,7 @@ from engine.formats.regex_scripts import (
 )
 from engine.formats.worldbook import character_book_to_worldbook, parse_worldbook
 from engine.ports import UnitOfWork
-from engine.prompt.inputs import CharacterFields, HistoryLine
+from engine.prompt.inputs import CharacterFields, HistoryLine, ListHistory
 from engine.prompt.wi_sources import BookSource
 from engine.prompt.wi_timed import TimedState
 from engine.timeline.lineage import Lineage, build_lineage
@@ -38,6 +38,19 @@ TIMED_STATE_META: Final = "timed_state"
 PROFILE_ASSET: Final = "profile"
 """Asset kind under which a realm keeps its LLM profiles and bindings (one asset, ``llm``)."""
 PROFILE_ASSET_NAME: Final = "llm"
+
+
+class WindowHistory(ListHistory):
+    """The newest floors of a chat (oldest first) standing for a chat of ``total`` messages."""
+
+    def __init__(self, lines: Sequence[HistoryLine], total: int) -> None:
+        super().__init__(lines)
+        self._total = max(total, len(lines))
+
+    @property
+    def length(self) -> int:
+        """The length of the whole chat, not only of the window."""
+        return self._total
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -249,7 +262,9 @@ async def read_turn(
         branch=branch,
         assets=assets,
         history=tuple(lines),
-        total_messages=len(lines),
+        # Floors older than the window still count (as an input and a reply each), so the
+        # chat length keeps growing past the window: timed world info measures in it.
+        total_messages=len(lines) + 2 * max(0, last - window),
         user_input=user_input,
         user_name=user_name,
         state=state,

@@ -35,14 +35,13 @@ from engine.prompt.inputs import (
     PLACEMENT_AI_OUTPUT,
     AssemblyInput,
     InstanceInput,
-    ListHistory,
     MemoryItem,
 )
 from engine.prompt.macro_port import EngineMacros, macro_context
 from engine.prompt.regex_run import Channel, apply_scripts
 from engine.prompt.tokens import counter_for_model
 from engine.turns.api import OnText
-from engine.turns.context import TIMED_STATE_META, TurnRead
+from engine.turns.context import TIMED_STATE_META, TurnRead, WindowHistory
 from engine.turns.profiles import (
     LLMProfile,
     ProfileSnapshot,
@@ -213,7 +212,7 @@ class Generation:
         inp = AssemblyInput(
             preset=assets.preset,
             character=assets.character,
-            history=ListHistory(read.history),
+            history=WindowHistory(read.history, read.total_messages),
             user_name=read.user_name,
             user_input=read.user_input,
             books=assets.books,

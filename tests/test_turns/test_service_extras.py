@@ -237,3 +237,29 @@ async def test_dry_run_persists_nothing(service: TavernService) -> None:
     assert await service.history(KEY, MAIN_BRANCH) == []
     with pytest.raises(EngineError):
         await service.dry_run(KEY, MAIN_BRANCH, "")
+
+
+async def test_timed_world_info_state_is_kept_per_branch(
+    remote: TavernService, fake: FakeOpenAIServer
+) -> None:
+    book = {
+        "entries": {
+            "0": {"uid": 0, "key": ["dragon"], "content": "A dragon circles above.", "sticky": 4}
+        }
+    }
+    await remote.import_asset(KEY, "worldbook", "sky.json", raw(book))
+
+    def sees_dragon(index: int) -> bool:
+        return any("dragon circles" in m["content"] for m in fake.chat_requests[index].messages)
+
+    fake.responder = lambda body: FakeReply(text="ok")  # type: ignore[assignment]
+    await remote.respond(KEY, MAIN_BRANCH, [line("a dragon!")])
+    await remote.fork(KEY, MAIN_BRANCH, after_floor=0, name="calm")
+    await remote.respond(KEY, MAIN_BRANCH, [line("what now")])
+    await remote.respond(KEY, "calm", [line("what now")])
+    for _ in range(3):
+        await remote.respond(KEY, MAIN_BRANCH, [line("later")])
+    # the keyword on turn 1; sticky keeps the entry for main's next turn (out of the scan
+    # window by then), the fork from before the activation never has it, later it lapses
+    seen = [sees_dragon(i) for i in range(6)]
+    assert seen[:3] == [True, True, False] and seen[-1] is False
