@@ -3,8 +3,9 @@
 :class:`Application` owns the long-lived pieces (the database, the model pool, the event bus,
 the :class:`~engine.turns.service.TavernService`, long-term memory and its job scheduler) in
 one ``AsyncExitStack``: the database is migrated when it opens, interrupted turns are failed
-(recovery), and everything is closed in reverse order. :func:`run` starts every configured platform (Discord, Telegram) or, with none,
-the console; it is the only place that installs signal handlers (SIGINT/SIGTERM stop it).
+(recovery), and everything is closed in reverse order. :func:`run` starts every configured
+platform (Discord, Telegram) or, with none, the console; it is the only place that installs
+signal handlers (SIGINT/SIGTERM stop it).
 :func:`chat` plays one console session.
 """
 
