@@ -3,6 +3,7 @@ key encrypted at rest (never in the database in the clear) and used for the mode
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from adapters.storage import SqlStorage
 from engine.turns.api import MAIN_BRANCH
 from engine.turns.profiles import LLMProfile, SecretKeyMissingError, environment_profile
 from engine.turns.service import TavernService
-from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.openai_server import FakeOpenAIServer, FakeReply, FakeToolCall
 from tests.test_turns.conftest import KEY, Recorder, line
 
 pytestmark = pytest.mark.timeout(60)
@@ -82,3 +83,25 @@ async def test_key_is_encrypted_at_rest_and_used_for_the_call(
 
 def _database_files(folder: Path) -> dict[str, bytes]:
     return {f.name: f.read_bytes() for f in folder.glob("turns.db*")}
+
+
+async def test_a_turn_keeps_its_profile_snapshot(
+    remote: TavernService, fake: FakeOpenAIServer
+) -> None:
+    for pid in ("first", "second"):
+        await remote.save_profile(
+            KEY, LLMProfile(id=pid, model=f"model-{pid}", base_url=fake.base_url, max_retries=0)
+        )
+    await remote.bind_profile(KEY, scope="session", slot="*", profile_id="first")
+    await remote.configure(KEY, tools={"enabled": True})
+    call = FakeToolCall(name="current_time", arguments="{}")
+    fake.script(FakeReply(tool_calls=[call], latency_s=0.3), FakeReply(text="done"))
+    turn = asyncio.create_task(remote.respond(KEY, MAIN_BRANCH, [line("time?")]))
+    await fake.wait_requests(1)
+    # rebinding while the turn runs changes the next turn, not this one
+    await remote.bind_profile(KEY, scope="session", slot="*", profile_id="second")
+    await turn
+    assert [r.body["model"] for r in fake.chat_requests] == ["model-first", "model-first"]
+    fake.script(FakeReply(text="next"))
+    await remote.respond(KEY, MAIN_BRANCH, [line("again")])
+    assert fake.chat_requests[-1].body["model"] == "model-second"
