@@ -56,7 +56,7 @@ from engine.formats.archive import (
 )
 from engine.timeline.errors import TimelineNotFoundError
 from engine.timeline.values import MAX_NAME_LENGTH
-from engine.variables.values import SCOPES
+from engine.variables.values import SCOPES, Scope
 
 REALM = cast(Table, RealmRow.__table__)
 SESSION = cast(Table, SessionRow.__table__)
@@ -186,8 +186,11 @@ class _Exporter:
             return None if value is None else index[value]
 
         values: list[ArchiveValue] = []
-        owners = (("page", page_ids, p_index), ("floor", floor_ids, f_index))
-        owners += (("branch", in_session, b_index),)
+        owners: list[tuple[Scope, Any, dict[int, int]]] = [
+            ("page", page_ids, p_index),
+            ("floor", floor_ids, f_index),
+            ("branch", in_session, b_index),
+        ]
         for scope, ids, index in owners:
             stmt = select(VALUE).where(VALUE.c.scope == scope, VALUE.c.owner_id.in_(ids))
             for r in await self._all(stmt):

@@ -1,0 +1,119 @@
+"""``tavernbot export chat|card|preset|worldbook|regex``: write sessions and assets out.
+
+- ``export chat --session NAME [--branch main] [--format jsonl|native] [-o FILE]``: one branch
+  as SillyTavern JSONL (the turn service's export), or the whole session as a native archive
+  (every branch, page, variable and memory record; see :mod:`engine.formats.archive`).
+- ``export card NAME [--png]``: the card as SillyTavern JSON, or as a PNG with ``chara`` and
+  ``ccv3`` chunks when the stored card has a picture (imported from a PNG) or ``--png`` is
+  given (a blank picture then).
+- ``export preset|worldbook|regex NAME``: the JSON as it was imported (regex: a list).
+
+Without ``-o`` the file goes to standard output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import binascii
+import json
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from bot.cli_commands.imports import AVATAR_KEY, CONSOLE, DEFAULT_REALM, open_service, realm_id_of
+from engine.errors import FormatError
+from engine.formats.archive import archive_to_bytes
+from engine.formats.cards import card_from_mapping, card_to_json_bytes, card_to_png
+from engine.timeline.values import AssetKind
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+
+KINDS: Final = ("chat", "card", "preset", "worldbook", "regex")
+FORMATS: Final = ("jsonl", "native")
+
+
+def register(sub: Any) -> None:
+    """Add the ``export`` command."""
+    parser = sub.add_parser("export", help="export a chat (JSONL or native archive) or an asset")
+    parser.add_argument("kind", choices=KINDS, help="what to export")
+    parser.add_argument("name", nargs="?", default=None, help="asset name (not for chat)")
+    parser.add_argument("--session", default=None, help="console session (chat)")
+    parser.add_argument("--platform", default=CONSOLE, help="session platform (chat)")
+    parser.add_argument("--branch", default="main", help="branch (chat, jsonl)")
+    parser.add_argument("--format", choices=FORMATS, default="jsonl", help="chat format")
+    parser.add_argument("--realm", default=DEFAULT_REALM, help="realm of the asset")
+    parser.add_argument("--png", action="store_true", help="card as PNG even without a picture")
+    parser.add_argument("-o", "--output", type=Path, default=None, help="file to write")
+    parser.set_defaults(handler=_export)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from bot.cli import EXIT_USAGE, settings_from
+
+    if args.kind == "chat" and not args.session:
+        print("tavernbot: export chat needs --session NAME", file=sys.stderr)
+        return EXIT_USAGE
+    if args.kind != "chat" and not args.name:
+        print(f"tavernbot: export {args.kind} needs the asset's NAME", file=sys.stderr)
+        return EXIT_USAGE
+    settings = settings_from(args)
+    data = asyncio.run(_produce(settings, args))
+    if args.output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        try:
+            args.output.write_bytes(data)
+        except OSError as exc:
+            print(f"tavernbot: {args.output}: cannot write: {exc.strerror}", file=sys.stderr)
+            return 1
+        print(f"wrote {len(data)} bytes to {args.output}", file=sys.stderr)
+    return 0
+
+
+async def _produce(settings: Settings, args: argparse.Namespace) -> bytes:
+    from adapters.storage.archive_repo import SqlArchiveRepository
+    from engine.timeline.assets import AssetService
+    from engine.turns.api import SessionKey
+
+    async with open_service(settings) as (storage, service):
+        if args.kind == "chat":
+            if args.format == "native":
+                archive = await SqlArchiveRepository(storage).export_session(
+                    args.platform, args.session, now=datetime.now(UTC)
+                )
+                return archive_to_bytes(archive)
+            key = SessionKey(platform=args.platform, realm=args.realm, key=args.session)
+            return await service.export_chat(key, args.branch)
+        realm_id = await realm_id_of(storage, args.realm, create=False)
+        kind: AssetKind = args.kind
+        asset = await AssetService(storage).get(realm_id, kind, args.name)
+        return asset_bytes(kind, asset.name, asset.data, png=args.png)
+
+
+def asset_bytes(kind: str, name: str, data: Mapping[str, Any], *, png: bool = False) -> bytes:
+    """The file of a stored asset (see the module docstring)."""
+    if kind == "card":
+        stored = dict(data)
+        picture = stored.pop(AVATAR_KEY, None)
+        avatar: bytes | None = None
+        if isinstance(picture, str):
+            try:
+                avatar = base64.b64decode(picture, validate=True)
+            except (binascii.Error, ValueError):
+                raise FormatError(
+                    "stored picture is not base64", source=name, field=AVATAR_KEY
+                ) from None
+        card = card_from_mapping(stored, source=name, avatar=avatar)
+        if avatar is not None or png:
+            return card_to_png(card)
+        return card_to_json_bytes(card)
+    value: object = data
+    if kind == "regex":
+        value = data.get("scripts", [])
+    return json.dumps(value, ensure_ascii=False, indent=4).encode("utf-8")

@@ -1,0 +1,192 @@
+"""A SillyTavern chat as a native archive, so importing it is one all-or-nothing write.
+
+The chat becomes the ``main`` branch of a new session: user and system lines are the inputs of
+the next floor, each character line closes a committed floor whose pages are its swipes (the
+swipe that was shown is the active page). Times come from ``send_date`` (the swipe's own date
+for the other pages when it has one, else the message's, else ``now``).
+
+Kept beyond what the timeline models: the header's ``chat_metadata``, ``user_name`` and
+``character_name`` under the session setting ``st_chat``; the other fields of a character line
+(``extra``, ``gen_started``, ...) under its active page's ``meta["st_line"]``; each swipe's
+``swipe_info`` under its page's ``meta["st_swipe_info"]``. User and system lines keep their
+name, text and date only. Lines after the last character line are kept on a failed floor
+(``error`` says why): they have no reply to form a turn with.
+
+The result is validated like any archive (:func:`~engine.formats.archive.parse_archive`), so a
+chat whose texts the database could not store fails here with a FormatError, before any write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from engine.errors import LimitExceededError
+from engine.formats.archive import (
+    Archive,
+    ArchiveBranch,
+    ArchiveFloor,
+    ArchiveMessage,
+    ArchivePage,
+    ArchiveSession,
+    archive_to_json,
+    parse_archive,
+)
+from engine.formats.st_chat import ChatEntry, ChatLog
+from engine.timeline.values import MAIN_BRANCH, MessageRole, SessionSettings
+
+MAX_CHAT_FLOORS: Final = 100_000
+"""A SillyTavern chat with more character replies than this is refused."""
+TRAILING_INPUT_ERROR: Final = "imported chat ends with messages that have no reply"
+_MODELLED: Final = frozenset(
+    ("name", "is_user", "is_system", "mes", "send_date", "swipes", "swipe_id", "swipe_info")
+)
+
+
+def _json_safe(value: object) -> Any:
+    """Datetimes in unknown fields are written as ISO text (archives hold plain JSON)."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def archive_from_st_chat(log: ChatLog, *, now: datetime, source: str = "") -> Archive:
+    """The chat as an archive of one ``main`` branch (see the module docstring)."""
+    header = {
+        "user_name": log.user_name,
+        "character_name": log.character_name,
+        "chat_metadata": _json_safe(dict(log.chat_metadata)),
+    }
+    settings = SessionSettings(extra={"st_chat": header}).to_json()
+    floors: list[ArchiveFloor] = []
+    pages: list[ArchivePage] = []
+    messages: list[ArchiveMessage] = []
+    inputs: list[ChatEntry] = []
+
+    def when(value: datetime | None) -> datetime:
+        return (value or now).astimezone(UTC)
+
+    def add_inputs(floor: int) -> None:
+        for seq, entry in enumerate(inputs):
+            role: MessageRole = "system" if entry.is_system or not entry.is_user else "user"
+            messages.append(
+                ArchiveMessage(
+                    floor=floor,
+                    page=None,
+                    seq=seq,
+                    role=role,
+                    speaker_id=None,
+                    speaker_name=entry.name,
+                    raw=entry.text,
+                    display=entry.text,
+                    hidden=False,
+                    platform_ref=None,
+                    created_at=when(entry.send_date),
+                )
+            )
+        inputs.clear()
+
+    for entry in log.entries:
+        if entry.is_user or entry.is_system:
+            inputs.append(entry)
+            continue
+        if len(floors) >= MAX_CHAT_FLOORS:
+            raise LimitExceededError(
+                f"{source}: more than MAX_CHAT_FLOORS={MAX_CHAT_FLOORS} replies",
+                limit="MAX_CHAT_FLOORS",
+                value=MAX_CHAT_FLOORS,
+            )
+        floor = len(floors)
+        started = when(inputs[0].send_date if inputs else entry.send_date)
+        add_inputs(floor)
+        swipes = entry.pages
+        active = entry.swipe_id if 0 <= entry.swipe_id < len(swipes) else len(swipes) - 1
+        for number, swipe in enumerate(swipes, start=1):
+            meta: dict[str, Any] = {}
+            if swipe.info is not None:
+                meta["st_swipe_info"] = _json_safe(dict(swipe.info))
+            is_active = number - 1 == active
+            rest = {k: v for k, v in entry.raw.items() if k not in _MODELLED}
+            if is_active and rest:
+                meta["st_line"] = _json_safe(rest)
+            stamp = when(entry.send_date if is_active else swipe.send_date or entry.send_date)
+            messages.append(
+                ArchiveMessage(
+                    floor=floor,
+                    page=len(pages),
+                    seq=0,
+                    role="assistant",
+                    speaker_id=None,
+                    speaker_name=entry.name,
+                    raw=swipe.text,
+                    display=swipe.text,
+                    hidden=False,
+                    platform_ref=None,
+                    created_at=stamp,
+                )
+            )
+            pages.append(
+                ArchivePage(
+                    floor=floor,
+                    number=number,
+                    status="committed",
+                    hidden=False,
+                    error=None,
+                    meta=meta,
+                    created_at=stamp,
+                )
+            )
+        floors.append(
+            ArchiveFloor(
+                branch=0,
+                seq=floor + 1,
+                state="committed",
+                active_page=active + 1,
+                hidden=False,
+                error=None,
+                created_at=started,
+                updated_at=when(entry.send_date),
+            )
+        )
+    if inputs:
+        floor = len(floors)
+        started = when(inputs[0].send_date)
+        add_inputs(floor)
+        floors.append(
+            ArchiveFloor(
+                branch=0,
+                seq=floor + 1,
+                state="failed",
+                active_page=None,
+                hidden=False,
+                error=TRAILING_INPUT_ERROR,
+                created_at=started,
+                updated_at=started,
+            )
+        )
+    created = when(log.create_date or (floors[0].created_at if floors else None))
+    archive = Archive(
+        session=ArchiveSession(
+            platform="console",
+            key=log.character_name or "imported",
+            realm_platform="console",
+            realm_key="local",
+            settings=settings,
+            created_at=created,
+        ),
+        exported_at=now,
+        branches=(
+            ArchiveBranch(
+                name=MAIN_BRANCH, parent=None, fork_floor=None, fork_page=None, created_at=created
+            ),
+        ),
+        floors=tuple(floors),
+        pages=tuple(pages),
+        messages=tuple(messages),
+    )
+    return parse_archive(archive_to_json(archive), source=source)
