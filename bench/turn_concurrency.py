@@ -76,6 +76,7 @@ async def run(url: str, sessions: int) -> int:
             model_for=lambda p: pool.for_profile(p, NoSecretCipher(), {}),
             default_profile=profile,
         )
+        await service.start()  # loads the tokenizer off the event loop, as the app does
         keys = [
             SessionKey(platform="bench", realm=f"r{i}", key=f"s{i}-{time.time_ns()}")
             for i in range(sessions)
