@@ -31,6 +31,7 @@ uniqueness) so that a valid archive can always be written; every problem is a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -99,6 +100,9 @@ MAX_ARCHIVE_BYTES: Final = 512 * 1024 * 1024
 MAX_ARCHIVE_ROWS: Final = 2_000_000
 """Most items in any one list of an archive."""
 
+SNIFF_BYTES: Final = 4096
+"""How much of a file :func:`looks_like_archive` looks at."""
+_FORMAT_PAIR: Final = re.compile(rb'(?<!\\)"format"\s*:\s*"' + ARCHIVE_FORMAT.encode() + rb'"')
 _LINK_ROLES: Final[tuple[LinkRole, ...]] = ("user", "assistant")
 _LOG_SOURCES: Final[tuple[LogSource, ...]] = ("page", "explicit")
 _OPS: Final[tuple[MutationOp, ...]] = ("set", "delete")
@@ -239,8 +243,10 @@ def archive_to_bytes(archive: Archive) -> bytes:
 def looks_like_archive(data: bytes) -> bool:
     """Whether ``data`` is meant to be an archive (a JSON object naming the archive format),
     as opposed to a SillyTavern JSONL chat; a cheap sniff, not a validation."""
-    head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
-    return head.startswith(b"{") and f'"{ARCHIVE_FORMAT}"'.encode() in head
+    head = data[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
+    # An unescaped "format": "tavernbot-archive" pair; the same words quoted inside a chat
+    # message are escaped (\"format\") and do not match.
+    return head.startswith(b"{") and _FORMAT_PAIR.search(head) is not None
 
 
 def parse_archive(data: bytes | str | Mapping[str, Any], *, source: str) -> Archive:

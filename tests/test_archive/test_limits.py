@@ -81,6 +81,13 @@ def test_small_doc_is_valid_and_sniffed() -> None:
     assert parsed.floors[0].active_page == 2
     assert looks_like_archive(json.dumps(doc).encode())
     assert not looks_like_archive(b'{"user_name": "u", "character_name": "c"}\n{"mes": "x"}')
+    # A chat that merely talks about archives is still a chat.
+    chat = {"name": "a", "mes": '{"format": "tavernbot-archive"}'}
+    assert not looks_like_archive(b'{"user_name": "u"}\n' + json.dumps(chat).encode())
+    # Only the first SNIFF_BYTES are looked at.
+    padded = b"{" + b" " * archive.SNIFF_BYTES + json.dumps(doc).encode()[1:]
+    assert not looks_like_archive(padded)
+    parse_archive(padded, source="padded.json")
 
 
 def test_format_and_version() -> None:

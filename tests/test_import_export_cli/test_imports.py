@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from bot.cli_commands import imports
+from engine.errors import FormatError
 from engine.formats.archive_st import TRAILING_INPUT_ERROR
 from tests.test_import_export_cli.support import REGEX_SCRIPT, Cli, st_fixtures
 
@@ -149,10 +151,7 @@ def test_bad_session_name_is_refused_before_anything_is_written(cli: Cli) -> Non
     assert not cli.db.exists()
 
 
-def test_paths_are_the_given_path(tmp_path: Path) -> None:
-    # prepare() names the file exactly as given, which is what the user typed.
-    with pytest.raises(Exception) as info:
-        imports.prepare(
-            "preset", tmp_path / "x.json", b"[]", now=__import__("datetime").datetime.now()
-        )
-    assert str(tmp_path / "x.json") in str(info.value)
+def test_errors_name_the_path_as_given(tmp_path: Path) -> None:
+    with pytest.raises(FormatError) as info:
+        imports.prepare("preset", tmp_path / "x.json", b"[]", now=datetime.now(UTC))
+    assert info.value.source == str(tmp_path / "x.json")
