@@ -265,7 +265,10 @@ class MemoryService:
             message_ref=message_ref,
             tag_summaries=tags,
         )
-        fallback = plan_tag_summaries(tags, turn=turn, new_id=self.new_id)
+
+        def fallback() -> MutationPlan:
+            return plan_tag_summaries(tags, turn=turn, new_id=self.new_id)
+
         degraded = False
         try:
             agent = model or self.model
@@ -276,11 +279,11 @@ class MemoryService:
                 )
                 degraded = any(e.name == "memory.agent_output_invalid" for e in plan.events)
             else:
-                plan = fallback
+                plan = fallback()
         except EngineError as exc:  # the model failed, or storage while reading for it
             kind = "agent_failed" if isinstance(exc, GenerationError) else "agent_skipped"
             self._emit(memory_event(kind, floor_no=view.floor_no, error=str(exc)))
-            plan, degraded = fallback, True
+            plan, degraded = fallback(), True
         applied = await self._apply_turn(view, plan, fallback)
         if applied is None:
             return MemoryTurnOutcome(plan=plan, applied=False, degraded=True)
@@ -330,27 +333,25 @@ class MemoryService:
         )
 
     async def _apply_turn(
-        self, view: Viewpoint, plan: MutationPlan, fallback: MutationPlan
+        self, view: Viewpoint, plan: MutationPlan, fallback: Callable[[], MutationPlan]
     ) -> MutationPlan | None:
         """Apply ``plan``; when storage refuses it, the tag summaries alone (None: nothing)."""
-        for attempt in (plan, fallback):
+        attempt, last = plan, False
+        while True:
             try:
                 await self.repo.apply_plan(attempt)
             except EngineError as exc:
                 self._emit(
                     memory_event(
-                        "apply_failed",
-                        floor_no=view.floor_no,
-                        error=str(exc),
-                        fallback=attempt is fallback,
+                        "apply_failed", floor_no=view.floor_no, error=str(exc), fallback=last
                     )
                 )
-                if attempt is fallback:
+                if last:
                     return None
+                attempt, last = fallback(), True
                 continue
             self._committed(attempt, view.floor_no)
             return attempt
-        return None  # pragma: no cover - the loop always returns
 
     async def _schedule_jobs(self, view: Viewpoint, now: datetime) -> None:
         summary_scope = self.settings.summary_scope

@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
-from bot.scheduler import MemoryScheduler, build_memory_service, start_memory_jobs
+from bot.scheduler import (
+    MemoryScheduler,
+    build_memory_service,
+    start_memory_jobs,
+    timeline_floors,
+)
 from engine.errors import GenerationError
 from engine.memory.compaction import CompactionRequest
 from engine.memory.jobs import JobPolicy, JobStatus, JobType, lease
+from engine.memory.records import MemoryScope
+from engine.memory.scoping import JobScope
 from engine.memory.worker import JobOutcomeKind, ensure_job
 from engine.timeline.service import TimelineService
 from tests.test_memory.helpers import MAIN, REALM, SESSION, view
 from tests.test_scheduler.conftest import World
+from tests.test_storage.support import World as TimelineWorld
+from tests.test_storage.support import open_test_storage
 
 KEY = f"{REALM}/{SESSION}/branch:{MAIN}"
 
@@ -259,3 +269,27 @@ async def test_the_app_helpers_build_and_start_on_real_storage(world: World) -> 
         await scheduler.shutdown()
     with pytest.raises(ValueError):
         MemoryScheduler(world.repo, service, instance="a:b")
+
+
+async def test_timeline_floors_give_the_head_and_the_fork_floors(tmp_path: Path) -> None:
+    async with open_test_storage("sqlite", tmp_path=tmp_path) as storage:
+        timeline = TimelineWorld(storage)
+        opened = await timeline.session()
+        for text in ("one", "two", "three"):
+            await timeline.turn(opened.main.id, text=text)
+        fork = await timeline.timeline.fork(opened.main.id, name="alt", after_floor=2)
+        floors = timeline_floors(timeline.timeline)
+
+        def scope(branch_id: object, kind: MemoryScope = MemoryScope.BRANCH) -> JobScope:
+            return JobScope(
+                realm_id=str(opened.realm.id),
+                session_id=str(opened.session.id),
+                scope=kind,
+                scope_id=str(branch_id),
+            )
+
+        assert await floors(scope(opened.main.id)) == (3, (2,))
+        assert await floors(scope(fork.id)) == (2, ())
+        assert await floors(scope(opened.session.id, MemoryScope.CHAT)) == (None, ())
+        assert await floors(scope(9999)) == (None, ())
+        assert await floors(scope("not-a-number")) == (None, ())
