@@ -1,4 +1,5 @@
-"""``tavernbot memory``: list, search, forget and compact a console session's long-term memory.
+"""``tavernbot memory``: list, search, forget and compact a console session's long-term memory;
+list the background memory jobs and revive a dead-lettered one.
 
 ``--session NAME`` is the name given to ``tavernbot chat --session NAME`` (the console
 platform, realm ``local``). Views are taken from the session's ``main`` branch at its newest
@@ -49,6 +50,14 @@ def register(sub: Any) -> None:
     compact.add_argument("--session", required=True, help="console session name")
     compact.add_argument("--force", action="store_true", help="compact even if not due")
     compact.set_defaults(handler=_run(_compact))
+
+    jobs = inner.add_parser("jobs", help="the background memory jobs and their state")
+    jobs.add_argument("--json", action="store_true", help="one JSON array")
+    jobs.set_defaults(handler=_run(_jobs))
+
+    revive = inner.add_parser("revive", help="take a dead-lettered job out of the dead letter")
+    revive.add_argument("job", help="job as listed by 'memory jobs' (TYPE:SCOPE)")
+    revive.set_defaults(handler=_run(_revive))
 
 
 @dataclass
@@ -218,4 +227,55 @@ async def _compact(args: argparse.Namespace, opened: _Opened) -> int:
         total += len(plans)
     if not total:
         print("nothing to compact")
+    return 0
+
+
+def _job_json(state: Any) -> dict[str, Any]:
+    def stamp(value: Any) -> str | None:
+        return None if value is None else value.isoformat()
+
+    return {
+        "job": state.key,
+        "status": state.status.value,
+        "attempts": state.attempts,
+        "next_run_at": stamp(state.next_run_at),
+        "lease_owner": state.lease_owner,
+        "last_success_at": stamp(state.last_success_at),
+        "last_error": state.last_error,
+    }
+
+
+async def _jobs(args: argparse.Namespace, opened: _Opened) -> int:
+    states = await opened.memory.repo.list_jobs()
+    if args.json:
+        print(json.dumps([_job_json(s) for s in states], ensure_ascii=False, indent=1))
+        return 0
+    if not states:
+        print("no memory jobs yet")
+    for state in states:
+        row = _job_json(state)
+        error = f"  error: {row['last_error']}" if row["last_error"] else ""
+        print(
+            f"{row['job']}  {row['status']}  attempts {row['attempts']}  "
+            f"next {row['next_run_at'] or '-'}{error}"
+        )
+    return 0
+
+
+async def _revive(args: argparse.Namespace, opened: _Opened) -> int:
+    from engine.errors import ConflictError, NotFoundError
+    from engine.memory.jobs import JobType, revive
+
+    kind, _, scope_key = args.job.partition(":")
+    try:
+        job_type = JobType(kind)
+    except ValueError:
+        raise NotFoundError(f"no memory job {args.job!r} (expected TYPE:SCOPE)") from None
+    state = await opened.memory.repo.load_job(job_type, scope_key)
+    if state is None:
+        raise NotFoundError(f"no memory job {args.job!r}")
+    revived = revive(state, now=opened.memory.clock.now())
+    if not await opened.memory.repo.save_job(revived, expected_revision=state.revision):
+        raise ConflictError(f"memory job {args.job!r} changed meanwhile; try again")
+    print(f"revived: {revived.key} is due now")
     return 0

@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from adapters.storage import open_storage
 from adapters.storage.memory_repo import SqlMemoryRepository
 from bot.cli import main
+from engine.memory.jobs import JobStatus, JobType
 from engine.memory.ports import MemoryQuery
 from engine.memory.records import Lifecycle, SequentialIds
 from engine.memory.scoping import viewpoint_for
@@ -166,3 +168,43 @@ def test_the_console_script_runs_the_command(db: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "alice.ship: the Gull" in done.stdout
+
+
+async def _kill_compaction(url: str) -> str:
+    storage = await open_storage(url)
+    try:
+        repo = SqlMemoryRepository(storage.engine)
+        (state,) = await repo.list_jobs(JobType.COMPACT)
+        dead = replace(
+            state,
+            status=JobStatus.DEAD_LETTER,
+            revision=state.revision + 1,
+            attempts=5,
+            next_run_at=None,
+            last_error="memory model unreachable",
+        )
+        assert await repo.save_job(dead, expected_revision=state.revision)
+        return dead.key
+    finally:
+        await storage.close()
+
+
+def test_jobs_lists_states_and_revive_brings_back_a_dead_job(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(_seed(db))
+    key = asyncio.run(_kill_compaction(db))
+    assert main(["memory", "jobs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    (dead,) = [line for line in lines if line.startswith(key)]
+    assert "dead_letter" in dead and "error: memory model unreachable" in dead
+    assert main(["memory", "revive", key]) == 0
+    assert f"revived: {key}" in capsys.readouterr().out
+    assert main(["memory", "jobs", "--json"]) == 0
+    rows = {row["job"]: row for row in json.loads(capsys.readouterr().out)}
+    assert (rows[key]["status"], rows[key]["attempts"]) == ("pending", 0)
+    assert main(["memory", "revive", key]) == 1  # no longer dead
+    assert "not dead_letter" in capsys.readouterr().err
+    assert main(["memory", "revive", "nonsense"]) == 1
+    assert main(["memory", "revive", "compact:nope"]) == 1
