@@ -256,3 +256,23 @@ async def test_a_compaction_applied_through_the_repository(repo: MemoryRepositor
     assert sorted((r.target_id, r.kind.value) for r in links) == sorted(
         (f"m{i}", kind) for i in range(1, 9) for kind in ("compacts", "derived_from")
     )
+
+
+async def test_concurrent_plans_on_one_record_let_exactly_one_win(repo: MemoryRepository) -> None:
+    await repo.add_records([record("a", "contested")])
+
+    def plan(new_id: str) -> MutationPlan:
+        return MutationPlan(
+            new_records=(record(new_id, f"winner {new_id}"),),
+            changes=(_change("a", Lifecycle.ACTIVE, Lifecycle.DEPRECATED),),
+            relations=(_relation(new_id, "a"),),
+        )
+
+    results = await asyncio.gather(
+        *(repo.apply_plan(plan(f"n{i}")) for i in range(3)), return_exceptions=True
+    )
+    assert sum(r is None for r in results) == 1
+    assert all(isinstance(r, MemoryConflictError) for r in results if r is not None)
+    winners = await repo.get_records(["n0", "n1", "n2"])
+    assert len(winners) == 1
+    assert await repo.relations_for(["a"]) == [_relation(winners[0].id, "a")]
