@@ -29,7 +29,7 @@ from engine.turns.views import committed_numbers
 from engine.variables import store
 
 if TYPE_CHECKING:
-    from engine.turns.service import TavernService
+    from engine.turns.base import ServiceBase
 
 MAX_IMPORT_FLOORS: Final = 5_000
 """A chat import creates at most this many floors."""
@@ -38,7 +38,7 @@ EXPORT_PAGE: Final = 500
 
 
 async def import_asset(
-    service: TavernService,
+    service: ServiceBase,
     key: SessionKey,
     session_id: int,
     realm_id: int,
@@ -87,7 +87,7 @@ async def import_asset(
 
 
 async def _import_chat(
-    service: TavernService,
+    service: ServiceBase,
     key: SessionKey,
     session_id: int,
     stem: str,
@@ -137,7 +137,7 @@ async def _import_chat(
     )
 
 
-async def export_chat(service: TavernService, session_id: int, branch: Branch) -> bytes:
+async def export_chat(service: ServiceBase, session_id: int, branch: Branch) -> bytes:
     """The branch as SillyTavern JSONL (all pages of each floor as swipes)."""
     entries: list[ChatEntry] = []
     user_name: str | None = None
@@ -198,7 +198,7 @@ def _entry(message: Message, *, is_user: bool) -> ChatEntry:
 
 
 async def dry_run(
-    service: TavernService, session_id: int, branch: Branch, text: str
+    service: ServiceBase, session_id: int, branch: Branch, text: str
 ) -> dict[str, Any]:
     """Assemble the prompt ``text`` would get as the branch's next message."""
     from engine.turns.workflow import Generation, TurnOptions

@@ -1,0 +1,117 @@
+"""Shared state of :class:`~engine.turns.service.TavernService`: the storage, the services it
+builds on, the caches of session and branch ids, and small helpers its parts use."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from engine.memory.service import MemoryService
+from engine.ports import Clock, Event, EventSink, RandomSource, Storage
+from engine.timeline.assets import AssetService
+from engine.timeline.errors import TimelineNotFoundError
+from engine.timeline.history import HistoryService
+from engine.timeline.service import TimelineService
+from engine.timeline.values import Branch, Session, SessionSettings
+from engine.turns.api import SessionKey
+from engine.turns.locks import BranchLocks
+from engine.turns.profile_store import snapshot_for
+from engine.turns.profiles import LLMProfile, NoSecretCipher, ProfileSnapshot, SecretCipher
+from engine.turns.workflow import ModelFor
+from engine.variables.service import VariableService
+
+MAX_INPUT_CHARS: Final = 32_000
+"""One user message longer than this is refused."""
+MEMORY_RECENT_LINES: Final = 6
+"""Recent chat lines memory retrieval ranks relevance against (with the new message)."""
+
+
+class SystemClock:
+    """The wall clock (UTC)."""
+
+    def now(self) -> datetime:
+        """The current instant."""
+        return datetime.now(UTC)
+
+
+class _Null:
+    def emit(self, event: Event) -> None:
+        """Drop the event."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionIds:
+    session_id: int
+    realm_id: int
+
+
+class ServiceBase:
+    """The state and helpers every part of the service uses."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        model_for: ModelFor,
+        default_profile: LLMProfile,
+        events: EventSink | None = None,
+        clock: Clock | None = None,
+        rng: RandomSource | None = None,
+        cipher: SecretCipher | None = None,
+        memory: MemoryService | None = None,
+    ) -> None:
+        self.storage = storage
+        self.events: EventSink = events or _Null()
+        self.timeline = TimelineService(storage, self.events)
+        self.history_service = HistoryService(storage)
+        self.variables_service = VariableService(storage)
+        self.assets = AssetService(storage)
+        self.model_for = model_for
+        self.default_profile = default_profile
+        self.clock: Clock = clock or SystemClock()
+        self.rng: RandomSource = rng or random.Random()
+        self.cipher: SecretCipher = cipher or NoSecretCipher()
+        self.locks = BranchLocks()
+        self.memory = memory
+        # After-commit memory work runs in owned tasks so the reply is not held up by it.
+        self._background: set[asyncio.Task[None]] = set()
+        self._ids: dict[SessionKey, SessionIds] = {}
+        self._branches: dict[tuple[int, str], Branch] = {}
+
+    def _emit(self, name: str, **payload: Any) -> None:
+        self.events.emit(Event(name=name, payload=payload))
+
+    async def _session(self, key: SessionKey) -> SessionIds:
+        ids = self._ids.get(key)
+        if ids is None:
+            found = await self.timeline.find_session(key.platform, key.key)
+            if found is None:
+                raise TimelineNotFoundError(f"no session {key.platform}:{key.key}; start it first")
+            ids = self._ids[key] = SessionIds(session_id=found.id, realm_id=found.realm_id)
+        return ids
+
+    async def _branch(self, session_id: int, name: str) -> Branch:
+        found = self._branches.get((session_id, name))
+        if found is None:
+            found = await self.timeline.branch(session_id, name)
+            self._branches[(session_id, name)] = found
+        return found
+
+    async def _settings(self, session_id: int) -> Session:
+        async with self.storage.unit_of_work() as uow:
+            return await uow.sessions.get(session_id)
+
+    async def _update(self, session_id: int, **changes: Any) -> Session:
+        session = await self._settings(session_id)
+        data = session.settings.to_json()
+        data.update(changes)
+        return await self.timeline.update_settings(session_id, SessionSettings.from_json(data))
+
+    def _snapshot(self, session: Session, data: Mapping[str, Any]) -> ProfileSnapshot:
+        return snapshot_for(
+            data, session_id=session.id, realm_id=session.realm_id, default=self.default_profile
+        )

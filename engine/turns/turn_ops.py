@@ -1,0 +1,343 @@
+"""Turns of :class:`~engine.turns.service.TavernService`: respond, regenerate, continue and
+swipe, with the failure path and the memory steps (see :mod:`engine.turns.service`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from engine.errors import EngineError
+from engine.memory.lineage import Viewpoint
+from engine.memory.scoping import viewpoint_for
+from engine.prompt.inputs import MemoryItem
+from engine.timeline.errors import StaleStateError
+from engine.timeline.values import (
+    Branch,
+    Floor,
+    NewMessage,
+    Page,
+    SessionSettings,
+)
+from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
+from engine.turns.base import MAX_INPUT_CHARS, MEMORY_RECENT_LINES, ServiceBase, SessionIds
+from engine.turns.context import TurnRead, card_fields, read_turn
+from engine.turns.errors import NothingToDoError, TurnFailedError
+from engine.turns.profiles import (
+    COMPAT_STRICT,
+    DEFAULT_ENABLED_SLOTS,
+    SLOTS,
+    ProfileSnapshot,
+    stages_for_turn,
+)
+from engine.turns.tools import ToolBox, ToolEnv, ToolPolicy
+from engine.turns.views import reply_view
+from engine.turns.workflow import Generation, TurnOptions, generation_error
+
+log = logging.getLogger(__name__)
+
+
+class TurnOps(ServiceBase):
+    """Generating, committing and swiping pages."""
+
+    async def respond(
+        self,
+        key: SessionKey,
+        branch: str,
+        lines: Sequence[UserLine],
+        *,
+        on_text: OnText | None = None,
+    ) -> ReplyView:
+        """Record ``lines`` as one new floor, generate and commit the reply."""
+        if not lines:
+            raise NothingToDoError("there is no message to answer")
+        for line in lines:
+            if len(line.text) > MAX_INPUT_CHARS:
+                raise TurnFailedError(
+                    f"a message of {len(line.text)} characters is over MAX_INPUT_CHARS="
+                    f"{MAX_INPUT_CHARS}"
+                )
+        ids = await self._session(key)
+        target = await self._branch(ids.session_id, branch)
+        inputs = [
+            NewMessage(
+                role="user",
+                raw=line.text,
+                speaker_id=line.speaker.id,
+                speaker_name=line.speaker.name,
+                platform_ref=line.ref,
+            )
+            for line in lines
+        ]
+        async with self.locks.hold(ids.session_id, branch):
+            floor: Floor | None = None
+            page: Page | None = None
+            try:
+                floor = await self.timeline.open_floor(target.id, inputs)
+                for message in inputs:
+                    self._emit(
+                        "message.appended",
+                        session=key.key,
+                        branch=branch,
+                        floor=floor.seq,
+                        role="user",
+                        text=message.raw,
+                    )
+                # One unit of work moves the new floor to generating, adds its first page
+                # and reads everything the turn needs.
+                async with self.storage.unit_of_work() as uow:
+                    if not await uow.floors.compare_and_set(
+                        floor.id, expected="draft", state="generating"
+                    ):
+                        raise StaleStateError(f"floor {floor.seq} left draft before generating")
+                    page = await uow.pages.add(floor_id=floor.id, number=1, meta={})
+                    generating = replace(floor, state="generating")
+                    session = await uow.sessions.get(ids.session_id)
+                    read = await read_turn(uow, session=session, floor=generating, mode="respond")
+                floor = generating
+                self._emit("floor.stateChanged", floor_id=floor.id, state="generating")
+                return await self._run(
+                    key, ids, target, floor, page, "respond", on_text, read=read
+                )
+            except BaseException as exc:
+                raise await self._failed(floor, page, exc) from exc
+
+    async def regenerate(
+        self, key: SessionKey, branch: str, *, on_text: OnText | None = None
+    ) -> ReplyView:
+        """Add a page to the branch's latest floor by re-running its whole turn."""
+        return await self._again(key, branch, "regenerate", on_text)
+
+    async def continue_reply(
+        self, key: SessionKey, branch: str, *, on_text: OnText | None = None
+    ) -> ReplyView:
+        """Add a page to the latest floor that extends its active reply (SillyTavern's
+        Continue): the new page holds the old text followed by the continuation."""
+        return await self._again(key, branch, "continue", on_text)
+
+    async def _again(
+        self, key: SessionKey, branch: str, mode: str, on_text: OnText | None
+    ) -> ReplyView:
+        ids = await self._session(key)
+        target = await self._branch(ids.session_id, branch)
+        async with self.locks.hold(ids.session_id, branch):
+            latest = await self.history_service.latest_floor(target.id)
+            if latest is None or latest.state != "committed":
+                raise NothingToDoError(f"branch {branch!r} has no reply of its own to {mode} yet")
+            previous = ""
+            if mode == "continue":
+                view = await self.history_service.floor_view(target.id, latest.seq)
+                previous = "".join(m.raw for m in view.replies)
+            page: Page | None = None
+            try:
+                page = await self.timeline.add_page(latest.id)
+                return await self._run(
+                    key, ids, target, latest, page, mode, on_text, previous_text=previous
+                )
+            except BaseException as exc:
+                raise await self._failed(None, page, exc) from exc
+
+    async def _run(
+        self,
+        key: SessionKey,
+        ids: SessionIds,
+        branch: Branch,
+        floor: Floor,
+        page: Page,
+        mode: str,
+        on_text: OnText | None,
+        *,
+        read: TurnRead | None = None,
+        previous_text: str = "",
+    ) -> ReplyView:
+        if read is None:
+            async with self.storage.unit_of_work() as uow:
+                session = await uow.sessions.get(ids.session_id)
+                read = await read_turn(uow, session=session, floor=floor, mode=mode)
+        session = read.session
+        settings = session.settings
+        snapshot = self._snapshot(session, read.assets.profiles)
+        stages = stages_for_turn(settings.prompt_mode, _enabled_slots(settings))
+        view = viewpoint_for(session, branch, read.branches, floor.seq) if self.memory else None
+        memory_items: tuple[MemoryItem, ...] = ()
+        if self.memory is not None and view is not None and "memory_retrieval" in stages:
+            memory_items = await self._retrieve(view, read)
+        options = TurnOptions(
+            mode=mode,
+            prompt_mode=settings.prompt_mode,
+            macro_mode=settings.macro_mode,
+            stages=stages,
+            snapshot=snapshot,
+            previous_text=previous_text,
+            seed=f"{session.id}:{branch.id}:{floor.seq}:{page.number}",
+            memory=memory_items,
+            memory_after_commit=self.memory is not None,
+        )
+        tools = ToolBox(
+            ToolPolicy.from_json(
+                settings.extra.get("tools"),
+                default_enabled=settings.prompt_mode != COMPAT_STRICT,
+            ),
+            ToolEnv(
+                state=read.state,
+                staged=[],
+                card=card_fields(read.assets),
+                clock=self.clock,
+                random=self.rng,
+                memory=self.memory.query_tool(view) if self.memory and view else None,
+            ),
+        )
+        where = {
+            "session": key.key,
+            "branch": branch.name,
+            "floor": floor.seq,
+            "page": page.number,
+        }
+        generated = await Generation(
+            read,
+            options,
+            model_for=self.model_for,
+            tools=tools,
+            events=self.events,
+            on_text=on_text,
+            where=where,
+        ).run()
+        character = read.assets.character.name
+        reply = NewMessage(
+            role="assistant", raw=generated.raw, display=generated.display, speaker_name=character
+        )
+        await self.timeline.commit_page(
+            page.id, messages=[reply], writes=generated.writes, meta=generated.meta
+        )
+        self._emit("message.appended", **where, role="assistant", text=generated.display)
+        if self.memory is not None and view is not None and "memory_agent" in stages:
+            self._after_commit(view, read, generated.display, generated.meta, snapshot)
+        pages = 1
+        active = 1
+        if mode != "respond":
+            numbers = [
+                p.number
+                for p in await self.history_service.pages(floor.id)
+                if p.status == "committed"
+            ]
+            pages, active = len(numbers), numbers.index(page.number) + 1
+        return ReplyView(
+            session=key,
+            branch=branch.name,
+            floor=floor.seq,
+            page=active,
+            pages=pages,
+            text=generated.display,
+            character=character,
+        )
+
+    async def _retrieve(self, view: Viewpoint, read: TurnRead) -> tuple[MemoryItem, ...]:
+        """Step 3: the memory block for this turn (none when memory cannot be read)."""
+        assert self.memory is not None
+        recent = [line.text for line in read.history[-MEMORY_RECENT_LINES:]]
+        try:
+            block = await self.memory.retrieve(view, read.user_input or "", recent_turns=recent)
+        except EngineError as exc:
+            log.warning("memory retrieval failed, the turn goes on without it: %s", exc)
+            return ()
+        if not block.text:
+            return ()
+        return (MemoryItem(id=",".join(block.record_ids) or "memory", text=block.text),)
+
+    def _after_commit(
+        self,
+        view: Viewpoint,
+        read: TurnRead,
+        reply: str,
+        meta: Mapping[str, Any],
+        snapshot: ProfileSnapshot,
+    ) -> None:
+        """Step 8 after the commit, in an owned task: the memory agent (or the summary tags)
+        stores what the turn taught; it never fails the committed turn."""
+        memory = self.memory
+        assert memory is not None
+        profile = snapshot.profile("memory")
+        summaries = [str(item.get("text", "")) for item in meta.get("summaries", ())]
+
+        async def work() -> None:
+            try:
+                await memory.after_commit(
+                    view,
+                    user_text=read.user_input or "",
+                    reply_text=reply,
+                    tag_summaries=summaries,
+                    model=self.model_for(profile),
+                    model_name=profile.model,
+                )
+            except Exception:  # memory must never break the conversation
+                log.exception("memory after commit failed")
+
+        task = asyncio.get_running_loop().create_task(work(), name="memory-after-commit")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def drain(self, timeout_s: float = 30.0) -> None:
+        """Wait for after-commit work still running (up to ``timeout_s``)."""
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=timeout_s)
+
+    async def aclose(self, grace_s: float = 5.0) -> None:
+        """Let after-commit work finish briefly, then cancel what is left."""
+        await self.drain(grace_s)
+        for task in list(self._background):
+            task.cancel()
+        for task in list(self._background):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _failed(
+        self, floor: Floor | None, page: Page | None, exc: BaseException
+    ) -> BaseException:
+        """Mark the page (and a new floor) failed; the error to raise to the caller."""
+        message = generation_error(exc)
+        try:
+            if page is not None:
+                await asyncio.shield(self.timeline.fail_page(page.id, message))
+            elif floor is not None and floor.state in ("draft", "generating"):
+                await asyncio.shield(self.timeline.fail_floor(floor.id, message))
+        except EngineError:
+            log.exception("could not mark the turn failed")
+        self._emit(
+            "generation.failed",
+            floor=floor.seq if floor is not None else None,
+            error=message,
+        )
+        if isinstance(exc, EngineError | asyncio.CancelledError):
+            return exc
+        if not isinstance(exc, Exception):
+            return exc
+        log.exception("turn failed", exc_info=exc)
+        return TurnFailedError(f"the turn failed: {message}")
+
+    async def swipe(self, key: SessionKey, branch: str, step: int) -> ReplyView:
+        """Activate the page ``step`` away on the latest floor (clamped to the first/last)."""
+        ids = await self._session(key)
+        target = await self._branch(ids.session_id, branch)
+        async with self.locks.hold(ids.session_id, branch):
+            latest = await self.history_service.latest_floor(target.id)
+            if latest is None or latest.state != "committed":
+                raise NothingToDoError(f"branch {branch!r} has no reply of its own to swipe")
+            pages = [
+                p for p in await self.history_service.pages(latest.id) if p.status == "committed"
+            ]
+            numbers = [p.number for p in pages]
+            index = numbers.index(latest.active_page) if latest.active_page in numbers else 0
+            chosen = max(0, min(len(numbers) - 1, index + step))
+            await self.timeline.activate_page(latest.id, numbers[chosen])
+            view = await self.history_service.floor_view(target.id, latest.seq)
+        return reply_view(key, view)
+
+
+def _enabled_slots(settings: SessionSettings) -> tuple[Any, ...]:
+    slots = settings.extra.get("slots")
+    if isinstance(slots, list | tuple):
+        return tuple(s for s in slots if s in SLOTS)
+    return tuple(DEFAULT_ENABLED_SLOTS)
