@@ -13,7 +13,8 @@ import pytest
 
 from adapters.storage import open_storage
 from adapters.storage.memory_repo import SqlMemoryRepository
-from bot.cli import main
+from bot.cli import build_parser, main
+from bot.cli_commands.memory import DEFAULT_SEARCH_LIMIT, MAX_LINE_CHARS
 from engine.memory.jobs import JobStatus, JobType
 from engine.memory.ports import MemoryQuery
 from engine.memory.records import Lifecycle, SequentialIds
@@ -208,3 +209,42 @@ def test_jobs_lists_states_and_revive_brings_back_a_dead_job(
     assert "not dead_letter" in capsys.readouterr().err
     assert main(["memory", "revive", "nonsense"]) == 1
     assert main(["memory", "revive", "compact:nope"]) == 1
+
+
+async def _add_long_fact(url: str) -> None:
+    storage = await open_storage(url)
+    try:
+        timeline = TimelineService(storage)
+        opened = await timeline.open_session("console", "local", SESSION)
+        answer = json.dumps({"facts_add": [{"key": "saga", "value": "gull " * 90}]})
+        service = MemoryService(
+            SqlMemoryRepository(storage.engine),
+            count=count_tokens,
+            clock=FakeClock(),
+            model=ScriptedModel(answers=[answer]),
+            new_id=SequentialIds("long"),
+        )
+        await service.after_commit(
+            viewpoint_for(opened.session, opened.main, [opened.main], 3),
+            user_text="u",
+            reply_text="r",
+        )
+    finally:
+        await storage.close()
+
+
+def test_long_texts_are_cut_and_search_is_limited(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(_seed(db))
+    asyncio.run(_add_long_fact(db))
+    assert main(["memory", "list", "--session", SESSION]) == 0
+    (saga,) = [line for line in capsys.readouterr().out.splitlines() if "saga: " in line]
+    text = saga.split("  ")[-1]
+    assert len(text) == MAX_LINE_CHARS and text.endswith("…")
+    assert main(["memory", "search", "--session", SESSION, "gull", "--limit", "1"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1
+    assert main(["memory", "search", "--session", SESSION, "gull"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2
+    parsed = build_parser().parse_args(["memory", "search", "--session", SESSION, "gull"])
+    assert parsed.limit == DEFAULT_SEARCH_LIMIT

@@ -293,3 +293,46 @@ async def test_timeline_floors_give_the_head_and_the_fork_floors(tmp_path: Path)
         assert await floors(scope(opened.session.id, MemoryScope.CHAT)) == (None, ())
         assert await floors(scope(9999)) == (None, ())
         assert await floors(scope("not-a-number")) == (None, ())
+
+
+async def test_a_tick_starts_at_most_max_jobs_and_runs_max_concurrent_at_once(
+    world: World,
+) -> None:
+    for i in range(5):
+        await ensure_job(
+            world.repo, JobType.DECAY, f"{REALM}/s{i}/branch:b{i}", due_at=world.clock.now()
+        )
+    running = peak = 0
+    gate, two_running = asyncio.Event(), asyncio.Event()
+
+    async def slow_decay(scope: JobScope, *, head_floor: int | None = None):
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        if running == 2:
+            two_running.set()
+        await gate.wait()
+        running -= 1
+
+    scheduler = world.scheduler(max_concurrent=2, max_jobs_per_tick=3)
+    scheduler.service.decay = slow_decay  # type: ignore[method-assign]
+    tick = asyncio.ensure_future(scheduler.tick())
+    await asyncio.wait_for(two_running.wait(), timeout=30)
+    await asyncio.sleep(0)  # a third job would start now if the limit let it
+    gate.set()
+    outcomes = await tick
+    assert len(outcomes) == 3 and peak == 2
+    assert all(o.kind is JobOutcomeKind.RAN for o in outcomes)
+    assert len(await scheduler.tick()) == 2  # the rest, on the next tick
+
+
+def test_scheduler_limits_are_checked(world: World) -> None:
+    service = world.service()
+    for bad in (
+        {"tick_interval": timedelta(0)},
+        {"max_concurrent": 0},
+        {"max_jobs_per_tick": 0},
+        {"instance": ""},
+    ):
+        with pytest.raises(ValueError):
+            MemoryScheduler(world.repo, service, **bad)
