@@ -71,22 +71,25 @@ class SeedRandom:
         expanded = key * (_WIDTH // keylen + 1) if keylen < _WIDTH else key
         s = list(range(_WIDTH))
         j = 0
-        for i in range(_WIDTH):
+        for i, k in enumerate(expanded[:_WIDTH]):
             t = s[i]
-            j = (j + expanded[i] + t) & 0xFF
+            j = (j + k + t) & 0xFF
             s[i] = s[j]
             s[j] = t
         # The generator (own i, j from 0) discards its first 256 bytes, without building the
-        # 2048-bit number the discarded output would make.
-        i = j = 0
-        for _ in range(_WIDTH):
-            i = (i + 1) & 0xFF
+        # 2048-bit number the discarded output would make; i runs 1..255 and wraps to 0.
+        j = 0
+        for i in range(1, _WIDTH):
             t = s[i]
             j = (j + t) & 0xFF
             s[i] = s[j]
             s[j] = t
+        t = s[0]
+        j = (j + t) & 0xFF
+        s[0] = s[j]
+        s[j] = t
         self._s = s
-        self._i = i
+        self._i = 0
         self._j = j
 
     def _bytes(self, count: int) -> int:
