@@ -133,3 +133,43 @@ async def test_import_never_touches_existing_data(
     before_doc.pop("assets"), after_doc.pop("assets")
     assert after_doc == before_doc
     assert json.dumps(_doc(copy)["floors"]) == json.dumps(before_doc["floors"])
+
+
+async def test_a_failure_midway_leaves_nothing_behind(
+    backend: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from adapters.storage import archive_repo
+
+    async with fresh(backend, tmp_path / "one") as storage:
+        await build_session(storage)
+        repo = SqlArchiveRepository(storage)
+        original = await repo.export_session(PLATFORM, KEY, now=NOW)
+        counts_before = await _counts(storage)
+
+        async def explode(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("disk on fire")
+
+        # Memory is written last: by then every other row of the copy has been inserted.
+        monkeypatch.setattr(archive_repo._Importer, "_memory", explode)
+        with pytest.raises(RuntimeError, match="disk on fire"):
+            await repo.import_session(original, platform=PLATFORM, realm_key="new", key="copy")
+        async with storage.read() as uow:
+            assert await uow.sessions.find(PLATFORM, "copy") is None
+            assert await uow.realms.find(PLATFORM, "new") is None
+        assert await _counts(storage) == counts_before
+        again = await repo.export_session(PLATFORM, KEY, now=NOW)
+        assert _doc(again) == _doc(original)
+
+
+async def _counts(storage: SqlStorage) -> dict[str, int]:
+    from sqlalchemy import func, select
+
+    from adapters.storage.models import Base
+
+    out: dict[str, int] = {}
+    async with storage.read() as uow:
+        for name, table in Base.metadata.tables.items():
+            out[name] = (
+                await uow.db.execute(select(func.count()).select_from(table))
+            ).scalar_one()
+    return out
