@@ -7,6 +7,9 @@
   (:func:`parse_worldbook`, :func:`worldbook_to_json`, :func:`character_book_to_worldbook`)
 - :mod:`engine.formats.regex_scripts` regex scripts
 - :mod:`engine.formats.st_chat` SillyTavern JSONL chats
+- :mod:`engine.formats.archive` the native, lossless archive of a whole session
+  (:func:`parse_archive`, :func:`archive_to_json`); :mod:`engine.formats.archive_st` turns a
+  SillyTavern chat into one
 
 Every importer raises :class:`engine.errors.FormatError` (file, field, problem) on bad input.
 """
