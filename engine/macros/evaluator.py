@@ -24,7 +24,17 @@ from engine.macros.limits import (
     OUTPUT_WORK_FACTOR,
     Limits,
 )
-from engine.macros.nodes import Arg, Item, Macro, RawMacro, Scoped, Template, VarExpr
+from engine.macros.nodes import (
+    Arg,
+    Item,
+    Macro,
+    RawMacro,
+    Scoped,
+    Template,
+    VarExpr,
+    first_position,
+    raw_join,
+)
 from engine.macros.processing import postprocess, trim_scoped
 from engine.macros.registry import (
     MacroArgumentError,
@@ -39,20 +49,6 @@ from engine.macros.shorthand import eval_shorthand
 #: write macros stay raw with a warning) or ``off`` (no macro is evaluated).
 Access = Literal["full", "read_only", "off"]
 ACCESS_MODES: tuple[Access, ...] = ("full", "read_only", "off")
-
-
-def raw_of(item: Item) -> str:
-    """The source text of an item."""
-    if item.__class__ is str:
-        return item
-    if item.__class__ is RawMacro:
-        return item.text
-    return item.src[item.start : item.end]  # type: ignore[union-attr]
-
-
-def raw_join(items: list[Item]) -> str:
-    """The source text of a list of items."""
-    return "".join([raw_of(item) for item in items])
 
 
 class MacroEnv:
@@ -208,14 +204,14 @@ class MacroEnv:
     def eval_items(self, items: list[Item], depth: int, delta: int) -> str:
         """Evaluate a document level and concatenate the results."""
         if depth > self.max_depth:
-            position = _first_position(items)
+            position = first_position(items)
             self.warn(
                 d.MACRO_DEPTH_LIMIT_EXCEEDED,
                 f"nesting deeper than {self.max_depth} (limit max_depth); kept as written",
                 position,
             )
             return raw_join(items)
-        if not self.step(_first_position(items)):
+        if not self.step(first_position(items)):
             return raw_join(items)
         parts: list[str] = []
         append = parts.append
@@ -238,7 +234,7 @@ class MacroEnv:
                 append(raw.text)
         out = "".join(parts)
         if len(out) > self.check_len:
-            out = self.limit_text(out, _first_position(items))
+            out = self.limit_text(out, first_position(items))
         return out
 
     def eval_args(self, m: Macro, depth: int, delta: int) -> list[str]:
@@ -405,10 +401,3 @@ class MacroEnv:
             self.evaluating.pop()
             self.template = saved_template
             self.replace_character_card = saved_card
-
-
-def _first_position(items: list[Item]) -> int:
-    for item in items:
-        if item.__class__ is not str:
-            return item.start  # type: ignore[union-attr]
-    return 0

@@ -219,3 +219,25 @@ class Template:
 
             self._content_hash = string_hash(self.original)
         return self._content_hash
+
+
+def raw_of(item: Item) -> str:
+    """The source text of an item."""
+    if item.__class__ is str:
+        return item
+    if item.__class__ is RawMacro:
+        return item.text
+    return item.src[item.start : item.end]  # type: ignore[union-attr]
+
+
+def raw_join(items: list[Item]) -> str:
+    """The source text of a list of items."""
+    return "".join([raw_of(item) for item in items])
+
+
+def first_position(items: list[Item]) -> int:
+    """The position of the first node among ``items`` (0 when there is none)."""
+    for item in items:
+        if item.__class__ is not str:
+            return item.start  # type: ignore[union-attr]
+    return 0
