@@ -7,11 +7,13 @@ state row with a lease, attempts, backoff (1 s x 2^n, capped at 30 s), a dead le
 timeout, and the lease is taken by compare-and-set, so however many processes tick, one runs a
 scope's job at a time. The bodies are :meth:`engine.memory.service.MemoryService.run_job`.
 
-On :meth:`MemoryScheduler.start`, leases left by an earlier process of the same ``instance``
-name are released (the interrupted run becomes due once; if the run that takes it over is lost
-too, the job goes to the dead letter instead of looping), runs missed while the bot was down
-collapse to one due run, and every realm that has memory gets its expiry job. Time comes from
-an injected clock, so tests drive everything by hand with :meth:`MemoryScheduler.tick`.
+On :meth:`MemoryScheduler.start`, leases left by a process of the same ``instance`` (by
+default this host) that no longer runs are released: the interrupted run becomes due once, and
+if the run that takes it over is lost too, the job goes to the dead letter instead of looping.
+Leases of live processes, or of other hosts, are left until they expire. Runs missed while the
+bot was down collapse to one due run, and every realm that has memory gets its expiry job.
+Time comes from an injected clock, so tests drive everything by hand with
+:meth:`MemoryScheduler.tick`.
 
 The application starts it with :func:`start_memory_jobs` and stops it with
 ``await scheduler.shutdown()``.
@@ -22,6 +24,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -60,7 +64,8 @@ MAX_JOBS_PER_TICK: Final = 32
 """Due jobs started by one tick; the rest wait for the next tick."""
 SHUTDOWN_GRACE_S: Final = 10.0
 """How long a running tick may finish on shutdown before it is cancelled."""
-DEFAULT_INSTANCE: Final = "tavernbot"
+DEFAULT_INSTANCE: Final = socket.gethostname().replace(":", "-") or "tavernbot"
+"""Processes on one host share an instance name, so a restart finds its predecessor's leases."""
 
 ScopeFloors = Callable[[JobScope], Awaitable[tuple[int | None, tuple[int, ...]]]]
 """The head floor of a job's scope and the floors forks branch off after (None: unknown)."""
@@ -113,9 +118,9 @@ class MemoryScheduler:
         self.service = service
         self.clock: Clock = clock or SystemClock()
         self.instance = instance
-        # Unique per process; the instance prefix lets the next process of the same bot
-        # recognise leases this one leaves behind when it dies.
-        self.owner = f"{instance}:{uuid.uuid4().hex[:12]}"
+        # ``instance:pid:token``: the next process on this host recognises the leases this one
+        # leaves behind when it dies (its pid is gone), and never takes a live process's.
+        self.owner = f"{instance}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.policies = {**default_policies(), **(policies or {})}
         self.floors = floors or _unknown_floors
         self.tick_interval = tick_interval
@@ -157,15 +162,13 @@ class MemoryScheduler:
         """Release leases of dead processes of this instance, collapse missed runs, and make
         sure every realm with memory has its expiry job."""
         states = await self.repo.list_jobs()
-        prefix = f"{self.instance}:"
         dead = sorted(
             {
                 s.lease_owner
                 for s in states
                 if s.status is JobStatus.LEASED
                 and s.lease_owner is not None
-                and s.lease_owner.startswith(prefix)
-                and s.lease_owner != self.owner
+                and self._owner_is_dead(s.lease_owner)
             }
         )
         repaired = 0
@@ -180,6 +183,16 @@ class MemoryScheduler:
         if repaired:
             log.info("memory jobs: %d job state(s) recovered on start", repaired)
         return repaired
+
+    def _owner_is_dead(self, owner: str) -> bool:
+        """Whether a lease owner is a process of this instance that no longer runs (an
+        earlier scheduler of this very process counts as dead: only one runs at a time)."""
+        instance, _, rest = owner.partition(":")
+        pid_text = rest.partition(":")[0]
+        if instance != self.instance or owner == self.owner or not pid_text.isdigit():
+            return False
+        pid = int(pid_text)
+        return pid == os.getpid() or not _process_alive(pid)
 
     async def tick(self) -> list[JobOutcome]:
         """Run every due memory job once (at most ``max_jobs_per_tick``)."""
@@ -251,6 +264,16 @@ class MemoryScheduler:
         scheduler.shutdown(wait=False)
         # APScheduler finishes its shutdown on the next turn of the event loop.
         await asyncio.sleep(0)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0 only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. PermissionError: it exists but belongs to someone else
+        return True
+    return True
 
 
 def _parses(scope_key: str) -> bool:

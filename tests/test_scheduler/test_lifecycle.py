@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -336,3 +339,27 @@ def test_scheduler_limits_are_checked(world: World) -> None:
     ):
         with pytest.raises(ValueError):
             MemoryScheduler(world.repo, service, **bad)
+
+
+async def test_only_leases_of_processes_that_are_gone_are_taken_over_on_start(
+    world: World,
+) -> None:
+    finished = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    await finished.wait()  # its pid now names no running process
+    scheduler = world.scheduler()
+    await _twelve_micros(world, scheduler)
+    await scheduler.tick()  # decay and expiry are done; only compaction is left to lease
+    for owner, recovered in (
+        (f"bot:{os.getppid()}:t", False),  # a live process on this host keeps its lease
+        (f"elsewhere:{finished.pid}:t", False),  # another host: wait for the lease to expire
+        (f"bot:{finished.pid}:t", True),  # this host, process gone: resume now
+    ):
+        state = await world.repo.load_job(JobType.COMPACT, KEY)
+        assert state is not None
+        if state.status is not JobStatus.LEASED:
+            state = replace(state, status=JobStatus.PENDING, next_run_at=world.clock.now())
+            taken = lease(state, owner=owner, now=world.clock.now(), policy=JobPolicy())
+        else:
+            taken = replace(state, lease_owner=owner, revision=state.revision + 1)
+        assert await world.repo.save_job(taken, expected_revision=state.revision)
+        assert (await world.scheduler().recover() == 1) is recovered, owner
