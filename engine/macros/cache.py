@@ -18,7 +18,7 @@ from engine.macros.registry import Registry
 #: Most templates kept.
 MAX_TEMPLATES = 1024
 #: Most source characters kept across all cached templates.
-MAX_CACHED_CHARS = 16_000_000
+MAX_CACHED_CHARS = 4_000_000
 #: Texts longer than this are parsed but never cached.
 MAX_CACHED_TEXT = 2_000_000
 

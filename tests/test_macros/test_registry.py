@@ -193,3 +193,10 @@ def test_an_extension_can_refuse_the_scoped_form(registry: Registry) -> None:
     registry.macro("tag", args=[ArgSpec(name="v")], scoped=False)(lambda env, args: f"<{args[0]}>")
     assert text("{{tag::x}}", registry=registry) == "<x>"
     assert text("{{tag}}x{{/tag}}", registry=registry) == "{{tag}}x{{/tag}}"
+
+
+def test_template_cache_is_bounded_by_characters(registry: Registry) -> None:
+    cache = TemplateCache(max_templates=100, max_chars=1_000)
+    for n in range(10):
+        cache.get(f"{n} {{{{user}}}}" + "x" * 300, registry)
+    assert len(cache) == 3
