@@ -72,3 +72,13 @@ def test_preview_read_only(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "{{setvar::a::1}}"
     assert "macro_write_forbidden" in out and "variable writes" not in out
+
+
+def test_eval_single_object_prints_an_indented_result(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"template": "{{reverse::ab}}"}'))
+    assert main(["macros", "eval"]) == 0
+    assert json.loads(capsys.readouterr().out)["text"] == "ba"
+    monkeypatch.setattr("sys.stdin", io.StringIO("nope"))
+    assert main(["macros", "eval"]) == 2
