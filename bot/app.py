@@ -212,19 +212,8 @@ async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | N
             from adapters.discord.options import DiscordOptions
             from adapters.discord.runner import DiscordRunner
 
-            d = settings.discord
             discord_runner = DiscordRunner(
-                app.service,
-                DiscordOptions(
-                    token=_secret(d.token) or "",
-                    api_base=d.api_base,
-                    gateway_url=d.gateway_url,
-                    game_master_role=d.game_master_role,
-                    allow_dms=d.allow_dms,
-                    reply_policy=d.reply_policy,
-                    quiet_period_s=d.quiet_period_s,
-                    channels=dict(d.channels),
-                ),
+                app.service, DiscordOptions.from_config(settings.discord)
             )
             await discord_runner.start()
             fronts.push_async_callback(discord_runner.close)
