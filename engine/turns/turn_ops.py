@@ -34,7 +34,7 @@ from engine.turns.profiles import (
     stages_for_turn,
 )
 from engine.turns.tools import ToolBox, ToolEnv, ToolPolicy
-from engine.turns.views import reply_view
+from engine.turns.views import committed_numbers, reply_view
 from engine.turns.workflow import Generation, TurnOptions, generation_error
 
 log = logging.getLogger(__name__)
@@ -215,15 +215,15 @@ class TurnOps(ServiceBase):
         self._emit("message.appended", **where, role="assistant", text=generated.display)
         if self.memory is not None and view is not None and "memory_agent" in stages:
             self._after_commit(view, read, generated.display, generated.meta, snapshot)
-        pages = 1
-        active = 1
+        pages = active = 1
         if mode != "respond":
-            numbers = [
-                p.number
-                for p in await self.history_service.pages(floor.id)
-                if p.status == "committed"
-            ]
-            pages, active = len(numbers), numbers.index(page.number) + 1
+            # The page is committed: nothing after this point may fail the turn.
+            try:
+                numbers = committed_numbers(await self.history_service.pages(floor.id))
+                pages, active = len(numbers), numbers.index(page.number) + 1
+            except (EngineError, ValueError):
+                log.exception("could not count the pages of floor %s", floor.seq)
+                pages = active = page.number
         return ReplyView(
             session=key,
             branch=branch.name,

@@ -31,7 +31,9 @@ def page_number(pages: Sequence[Page], index: int) -> int | None:
 
 def reply_view(key: SessionKey, view: FloorView) -> ReplyView:
     """The active page of one floor."""
-    replies = [m for m in view.replies if not m.hidden]
+    active = view.active
+    hidden = active is not None and active.hidden  # a deleted platform message hid it
+    replies = [m for m in view.replies if not m.hidden and not hidden]
     character = next((m.speaker_name for m in replies if m.speaker_name), "") or ""
     return ReplyView(
         session=key,

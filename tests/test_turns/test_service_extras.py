@@ -263,3 +263,14 @@ async def test_timed_world_info_state_is_kept_per_branch(
     # window by then), the fork from before the activation never has it, later it lapses
     seen = [sees_dragon(i) for i in range(6)]
     assert seen[:3] == [True, True, False] and seen[-1] is False
+
+
+async def test_a_hidden_reply_page_shows_no_text(service: TavernService) -> None:
+    await service.respond(KEY, MAIN_BRANCH, [line("one")])
+    ref = PlatformRef(branch=MAIN_BRANCH, floor=1, page=1, role="assistant")
+    await service.link_message(KEY, "reply-1", ref)
+    await service.hide_message(KEY, "reply-1")
+    (view,) = await service.history(KEY, MAIN_BRANCH)
+    assert (view.floor, view.text) == (1, "")
+    # the hidden reply is left out of the next prompt too, but the floor still counts
+    assert (await service.respond(KEY, MAIN_BRANCH, [line("two")])).floor == 2
