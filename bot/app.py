@@ -50,8 +50,11 @@ def _secret(value: Any) -> str | None:
 class Application:
     """The engine and its adapters, opened with ``async with Application(settings) as app``."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, recover_only: SessionKey | None = None) -> None:
         self.settings = settings
+        # ``tavernbot chat`` may run next to ``tavernbot run`` on the same database: it
+        # recovers only its own session, never the bot's turns in flight.
+        self.recover_only = recover_only
         self.events = EventBus()
         self.stack = AsyncExitStack()
         self.storage: SqlStorage | None = None
@@ -116,7 +119,7 @@ class Application:
                 cipher=cipher,
                 memory=memory,
             )
-            failed = await self._service.start()
+            failed = await self._service.start(only=self.recover_only)
             self.stack.push_async_callback(self._service.aclose)
             scheduler = await start_memory_jobs(memory, timeline=self._service.timeline)
             self.stack.push_async_callback(scheduler.shutdown)
@@ -256,7 +259,8 @@ async def chat(
     out: TextIO | None = None,
 ) -> int:
     """``tavernbot chat``: play one console session until the input ends or ``/quit``."""
-    async with Application(settings) as app:
+    key = SessionKey(platform="console", realm=CONSOLE_REALM, key=session)
+    async with Application(settings, recover_only=key) as app:
         frontend = await open_console(
             app,
             session=session,

@@ -22,6 +22,7 @@ import asyncio
 from collections.abc import Sequence
 
 from engine.prompt.tokens import counter_for_model
+from engine.timeline.service import INTERRUPTED
 from engine.timeline.values import Floor
 from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
 from engine.turns.base import MAX_INPUT_CHARS, MEMORY_RECENT_LINES, SystemClock
@@ -29,25 +30,51 @@ from engine.turns.errors import NothingToDoError
 from engine.turns.session_ops import SessionOps
 from engine.turns.turn_ops import TurnOps
 
+INTERRUPTED_DRAFT = "interrupted: the process stopped before this floor was generated"
+
 __all__ = ["MAX_INPUT_CHARS", "MEMORY_RECENT_LINES", "SystemClock", "TavernService"]
 
 
 class TavernService(TurnOps, SessionOps):
     """The turn workflow and everything else a front end asks for (see the module doc)."""
 
-    async def start(self) -> list[Floor]:
-        """Recover from a crash: floors left generating (or draft) and pending pages fail."""
+    async def start(self, *, only: SessionKey | None = None) -> list[Floor]:
+        """Recover from a crash: floors left draft or generating and pages left pending fail
+        (a committed floor keeps its active page). ``only`` limits this to one session, for a
+        second process (``tavernbot chat``) that must not fail turns the bot is running."""
         # Loading the tokenizer tables takes seconds of CPU: do it on a worker thread now,
         # not on the event loop during the first turn.
         model = self.default_profile.model
         await asyncio.to_thread(lambda: counter_for_model(model).count("warm up"))
-        failed = await self.timeline.recover()
+        if only is None:
+            failed = await self.timeline.recover()
+            async with self.storage.unit_of_work() as uow:
+                drafts = await uow.floors.in_state("draft")
+            for floor in drafts:
+                failed.append(await self.timeline.fail_floor(floor.id, INTERRUPTED_DRAFT))
+            return failed
+        return await self._recover_session(only)
+
+    async def _recover_session(self, key: SessionKey) -> list[Floor]:
         async with self.storage.unit_of_work() as uow:
-            drafts = await uow.floors.in_state("draft")
-        for floor in drafts:
-            failed.append(
-                await self.timeline.fail_floor(floor.id, "interrupted before generating")
-            )
+            session = await uow.sessions.find(key.platform, key.key)
+            if session is None:
+                return []
+            branch_ids = {b.id for b in await uow.branches.list(session.id)}
+            floors = [
+                f
+                for state in ("draft", "generating")
+                for f in await uow.floors.in_state(state)
+                if f.branch_id in branch_ids
+            ]
+            pending = []
+            for page in await uow.pages.in_status("pending"):
+                ctx = await uow.pages.context(page.id)
+                if ctx.branch.id in branch_ids and ctx.floor.state == "committed":
+                    pending.append(page)
+        failed = [await self.timeline.fail_floor(f.id, INTERRUPTED) for f in floors]
+        for page in pending:
+            await self.timeline.fail_page(page.id, INTERRUPTED)
         return failed
 
     async def edit_and_regenerate(

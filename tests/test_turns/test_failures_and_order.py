@@ -10,7 +10,7 @@ import pytest
 from adapters.storage import SqlStorage
 from engine.errors import EngineError, GenerationError
 from engine.timeline.values import NewMessage
-from engine.turns.api import MAIN_BRANCH
+from engine.turns.api import MAIN_BRANCH, SessionKey
 from engine.turns.service import TavernService
 from tests.fakes.openai_server import FakeOpenAIServer, FakeReply, FakeToolCall
 from tests.test_turns.conftest import KEY, Recorder, line, offline_service
@@ -131,3 +131,24 @@ async def test_narrator_disabled_is_an_error_and_nothing_stays_generating(
         await service.respond(KEY, MAIN_BRANCH, [line("hi")])
     await service.configure(KEY, slots=["narrator"])
     assert (await service.respond(KEY, MAIN_BRANCH, [line("hi")])).floor == 1
+
+
+async def test_recovery_of_one_session_leaves_the_others_alone(
+    storage: SqlStorage, events: Recorder
+) -> None:
+    other = SessionKey(platform="discord", realm="g1", key="c1")
+    bot = offline_service(storage, events)
+    for key in (KEY, other):
+        await bot.open_session(key)
+    ids = {}
+    for key in (KEY, other):
+        branch = await bot._branch((await bot._session(key)).session_id, MAIN_BRANCH)
+        floor = await bot.timeline.open_floor(branch.id, [NewMessage(role="user", raw="x")])
+        await bot.timeline.start_generating(floor.id)
+        ids[key] = floor.id
+    console = offline_service(storage, events)
+    failed = await console.start(only=KEY)
+    assert [f.id for f in failed] == [ids[KEY]]
+    async with storage.unit_of_work() as uow:
+        assert (await uow.floors.get(ids[other])).state == "generating"
+    assert await console.start(only=SessionKey(platform="x", realm="y", key="none")) == []
