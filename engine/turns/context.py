@@ -226,7 +226,9 @@ async def read_turn(
     messages = await uow.messages.of_floors([f.id for f, _ in pairs] + ([floor.id] if own else []))
     inputs = [m for m in messages if m.floor_id == floor.id and m.page_id is None and not m.hidden]
     if user_name is None:
+        # The floor's last speaker; for a dry run, the branch's last speaker.
         named = [m.speaker_name for m in inputs if m.role == "user" and m.speaker_name]
+        named = named or [m.speaker_name for m in messages if m.role == "user" and m.speaker_name]
         user_name = named[-1] if named else "User"
     lines = history_lines(pairs, messages, user_name=user_name, char_name=char_name)
     before = {f.seq: p for f, p in pairs}.get(floor.seq - 1)

@@ -221,7 +221,7 @@ async def dry_run(
             updated_at=session.created_at,
         )
         read = await read_turn(
-            uow, session=session, floor=probe, mode="dry_run", user_name="User", extra_input=text
+            uow, session=session, floor=probe, mode="dry_run", user_name=None, extra_input=text
         )
     from engine.turns.tools import ToolBox, ToolEnv, ToolPolicy
 

@@ -274,3 +274,9 @@ async def test_a_hidden_reply_page_shows_no_text(service: TavernService) -> None
     assert (view.floor, view.text) == (1, "")
     # the hidden reply is left out of the next prompt too, but the floor still counts
     assert (await service.respond(KEY, MAIN_BRANCH, [line("two")])).floor == 2
+
+
+async def test_dry_run_speaks_as_the_branchs_last_speaker(service: TavernService) -> None:
+    await service.respond(KEY, MAIN_BRANCH, [line("hi")])
+    report = await service.dry_run(KEY, MAIN_BRANCH, "next")
+    assert "and Ann." in report["messages"][0]["content"]
