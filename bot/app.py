@@ -173,6 +173,9 @@ async def open_console(
     frontend = ConsoleFrontend(service=service, key=key, user=user, out=out, jsonl=jsonl)
     if app.offline:
         frontend._emit("info", message=f"no model endpoint configured: {OFFLINE_ANNOUNCEMENT}")
+    greeting = await service.greet(key, user_name=user)
+    if greeting is not None:  # a new chat opens with the character's first message
+        frontend._show_reply(greeting, streamed=False)
     return frontend
 
 

@@ -23,10 +23,11 @@ from collections.abc import Sequence
 
 from engine.prompt.tokens import counter_for_model
 from engine.timeline.service import INTERRUPTED
-from engine.timeline.values import Floor
+from engine.timeline.values import MAIN_BRANCH, Floor
 from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
 from engine.turns.base import MAX_INPUT_CHARS, MEMORY_RECENT_LINES, SystemClock
 from engine.turns.errors import NothingToDoError
+from engine.turns.greeting import greet
 from engine.turns.session_ops import SessionOps
 from engine.turns.turn_ops import TurnOps
 
@@ -76,6 +77,13 @@ class TavernService(TurnOps, SessionOps):
         for page in pending:
             await self.timeline.fail_page(page.id, INTERRUPTED)
         return failed
+
+    async def greet(
+        self, key: SessionKey, branch: str = MAIN_BRANCH, *, user_name: str = "User"
+    ) -> ReplyView | None:
+        """Open an empty branch with the character's greeting(s) as floor 1 (see
+        :mod:`engine.turns.greeting`); None when there is nothing to greet with."""
+        return await greet(self, key, branch, user_name=user_name)
 
     async def edit_and_regenerate(
         self,

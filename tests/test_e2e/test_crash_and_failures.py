@@ -89,3 +89,24 @@ async def test_500_mid_stream_in_the_console(tmp_path: Path) -> None:
     assert "mid-stream" in rows[2]["message"]
     assert rows[3]["vars"] == {"mood": "calm"}
     assert (rows[4]["floor"], rows[4]["text"]) == (2, "echo: three")
+
+
+async def test_a_new_console_chat_opens_with_the_greeting(tmp_path: Path) -> None:
+    card = tmp_path / "mira.json"
+    data = {"name": "Mira", "first_mes": "Hello {{user}}, I am {{char}}.", "description": ""}
+    await asyncio.to_thread(card.write_text, json.dumps(data))
+    settings = load_settings(environ=chat_env(tmp_path / "g.db", None))
+    out = io.StringIO()
+    await chat(
+        settings,
+        session="g",
+        user="Ann",
+        jsonl=True,
+        files={"card": [("mira.json", await asyncio.to_thread(card.read_bytes))]},
+        lines=lambda: _lines(["hi", "/quit"]),
+        out=out,
+    )
+    replies = [json.loads(x) for x in out.getvalue().splitlines()]
+    replies = [r for r in replies if r["type"] == "reply"]
+    assert (replies[0]["floor"], replies[0]["text"]) == (1, "Hello Ann, I am Mira.")
+    assert replies[1]["floor"] == 2

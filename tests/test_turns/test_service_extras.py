@@ -280,3 +280,25 @@ async def test_dry_run_speaks_as_the_branchs_last_speaker(service: TavernService
     await service.respond(KEY, MAIN_BRANCH, [line("hi")])
     report = await service.dry_run(KEY, MAIN_BRANCH, "next")
     assert "and Ann." in report["messages"][0]["content"]
+
+
+async def test_greeting_opens_an_empty_branch(service: TavernService) -> None:
+    card = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {
+            **CARD["data"],  # type: ignore[dict-item]
+            "first_mes": "Welcome, {{user}}! I am {{char}}.",
+            "alternate_greetings": ["Oh, {{user}} again."],
+        },
+    }
+    assert await service.greet(KEY) is None  # no card bound yet
+    await service.import_asset(KEY, "card", "mira.json", raw(card))
+    view = await service.greet(KEY, user_name="Ann")
+    assert view is not None
+    assert (view.floor, view.page, view.pages) == (1, 1, 2)
+    assert view.text == "Welcome, Ann! I am Mira."
+    assert (await service.swipe(KEY, MAIN_BRANCH, 1)).text == "Oh, Ann again."
+    assert await service.greet(KEY) is None  # only an empty branch is greeted
+    reply = await service.respond(KEY, MAIN_BRANCH, [line("hello")])
+    assert reply.floor == 2

@@ -1,0 +1,65 @@
+"""The character's greeting: SillyTavern opens a new chat with the card's first message.
+
+:func:`greet` puts the card's ``first_mes`` (and each alternate greeting as another page, to
+swipe through) on floor 1 of a branch that has no floor yet. The text is stored as written and
+shown with ``{{char}}``/``{{user}}`` expanded; prompts expand it again for whoever is playing.
+Front ends call it when a session starts (the console does); nothing greets on its own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from engine.errors import EngineError
+from engine.macros import evaluate
+from engine.prompt.macro_port import macro_context
+from engine.timeline.values import NewMessage
+from engine.turns.api import ReplyView, SessionKey
+from engine.turns.context import load_assets
+from engine.turns.views import reply_view
+from engine.variables import store
+
+if TYPE_CHECKING:
+    from engine.turns.base import ServiceBase
+
+MAX_GREETINGS: Final = 20
+"""Greetings (first message plus alternates) put on the first floor at most."""
+
+
+async def greet(
+    service: ServiceBase, key: SessionKey, branch: str, *, user_name: str
+) -> ReplyView | None:
+    """Floor 1 with the card's greetings, when the branch is empty and the card has one."""
+    ids = await service._session(key)
+    target = await service._branch(ids.session_id, branch)
+    async with service.locks.hold(ids.session_id, branch):
+        async with service.storage.unit_of_work() as uow:
+            session = await uow.sessions.get(ids.session_id)
+            assets = await load_assets(uow, session)
+            head = await store.head_of(uow, await store.lineage_of(uow, target))
+        card = assets.card
+        if card is None or head > 0 or not card.first_mes.strip():
+            return None
+        greetings = [card.first_mes, *card.alternate_greetings][:MAX_GREETINGS]
+        context = macro_context(assets.character, user_name=user_name)
+        floor = await service.timeline.open_floor(target.id, [])
+        try:
+            await service.timeline.start_generating(floor.id)
+            for text in greetings:
+                page = await service.timeline.add_page(floor.id)
+                shown = evaluate(text, context, phase="preview").text
+                message = NewMessage(
+                    role="assistant", raw=text, display=shown, speaker_name=card.name
+                )
+                await service.timeline.commit_page(
+                    page.id, messages=[message], meta={"greeting": True}
+                )
+            if len(greetings) > 1:
+                await service.timeline.activate_page(floor.id, 1)
+        except EngineError as exc:
+            current = await service.history_service.floor(floor.id)
+            if current.state in ("draft", "generating"):
+                await service.timeline.fail_floor(floor.id, f"greeting failed: {exc}")
+            raise
+        view = await service.history_service.floor_view(target.id, floor.seq)
+    return reply_view(key, view)
