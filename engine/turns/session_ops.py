@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.errors import NotFoundError
+from engine.errors import ConfigurationError, NotFoundError
 from engine.macros import evaluate
 from engine.prompt.macro_port import macro_context
 from engine.timeline.values import MAIN_BRANCH, Branch, Floor
@@ -25,12 +25,14 @@ from engine.turns.base import ServiceBase, SessionIds
 from engine.turns.context import PROFILE_ASSET, PROFILE_ASSET_NAME
 from engine.turns.profile_store import with_binding, with_profile
 from engine.turns.profiles import (
+    SLOTS,
     BindingScope,
     LLMProfile,
     ProfileBinding,
     ProfileSnapshot,
     SlotPattern,
 )
+from engine.turns.tools import ToolPolicy
 from engine.turns.views import page_number, shown_index, views_of
 from engine.variables import store
 
@@ -80,6 +82,7 @@ class SessionOps(ServiceBase):
     async def configure(self, key: SessionKey, **changes: Any) -> SessionInfo:
         """Change session settings: ``prompt_mode``, ``macro_mode``, ``character``, ``preset``,
         and extra keys such as ``slots`` (enabled instance slots) and ``tools`` (policy)."""
+        check_settings(changes)
         ids = await self._session(key)
         await self._update(ids.session_id, **changes)
         return await self.session_info(key)
@@ -299,3 +302,26 @@ async def _locate(
         if candidate.number == number:
             return floor, candidate.id
     raise NotFoundError(f"floor {seq} of branch {branch.name!r} has no page {page}")
+
+
+def check_settings(changes: Mapping[str, Any]) -> None:
+    """Refuse session settings the turn workflow cannot work with."""
+    allowed = {
+        "prompt_mode": ("compat_strict", "compat_plus", "native"),
+        "macro_mode": ("read_only", "full", "off"),
+    }
+    for name, values in allowed.items():
+        if name in changes and changes[name] not in values:
+            raise ConfigurationError(
+                f"session setting {name} must be one of {', '.join(values)}, not {changes[name]!r}"
+            )
+    slots = changes.get("slots")
+    if slots is not None and (
+        not isinstance(slots, list | tuple) or any(slot not in SLOTS for slot in slots)
+    ):
+        raise ConfigurationError(f"session setting slots must list some of {', '.join(SLOTS)}")
+    if "tools" in changes:
+        try:
+            ToolPolicy.from_json(changes["tools"], default_enabled=False)
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError(f"session setting tools: {exc}") from exc

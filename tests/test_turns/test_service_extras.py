@@ -302,3 +302,19 @@ async def test_greeting_opens_an_empty_branch(service: TavernService) -> None:
     assert await service.greet(KEY) is None  # only an empty branch is greeted
     reply = await service.respond(KEY, MAIN_BRANCH, [line("hello")])
     assert reply.floor == 2
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"prompt_mode": "turbo"},
+        {"macro_mode": "sometimes"},
+        {"slots": ["narrator", "critic"]},
+        {"tools": {"max_steps": 10_000}},
+    ],
+)
+async def test_bad_session_settings_are_refused(
+    service: TavernService, changes: dict[str, object]
+) -> None:
+    with pytest.raises(EngineError, match="session setting"):
+        await service.configure(KEY, **changes)
