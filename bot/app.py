@@ -17,11 +17,12 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AsyncExitStack
 from typing import Any, TextIO
 
-from adapters.console.frontend import ConsoleFrontend, stdin_lines
+from adapters.console.frontend import ConsoleFrontend
 from adapters.llm import OFFLINE_ANNOUNCEMENT, ChatModelPool
 from adapters.secrets import build_secret_cipher
 from adapters.storage import SqlStorage, open_storage
@@ -177,6 +178,33 @@ async def open_console(
     if greeting is not None:  # a new chat opens with the character's first message
         frontend._show_reply(greeting, streamed=False)
     return frontend
+
+
+async def stdin_lines(stream: TextIO | None = None) -> AsyncIterator[str]:
+    """Lines of standard input, read on a daemon thread.
+
+    A blocking ``readline`` on an executor thread would keep the process alive after Ctrl-C
+    until the user pressed Enter (``asyncio.run`` waits for executor threads); a daemon thread
+    does not, and it ends with the input.
+    """
+    source = stream or sys.stdin
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+    def put(item: str | None) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed first: nobody is reading
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def pump() -> None:
+        try:
+            for line in iter(source.readline, ""):
+                put(line)
+        finally:
+            put(None)
+
+    threading.Thread(target=pump, name="tavernbot-stdin", daemon=True).start()
+    while (line := await queue.get()) is not None:
+        yield line
 
 
 class SignalOwner:

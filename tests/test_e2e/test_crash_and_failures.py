@@ -110,3 +110,11 @@ async def test_a_new_console_chat_opens_with_the_greeting(tmp_path: Path) -> Non
     replies = [r for r in replies if r["type"] == "reply"]
     assert (replies[0]["floor"], replies[0]["text"]) == (1, "Hello Ann, I am Mira.")
     assert replies[1]["floor"] == 2
+
+
+async def test_ctrl_c_stops_the_console_while_it_waits_for_input(tmp_path: Path) -> None:
+    proc = await ConsoleProcess.start(chat_env(tmp_path / "i.db", None), cwd=tmp_path)
+    assert (await proc.ask("hello"))["floor"] == 1
+    proc.proc.send_signal(signal.SIGINT)  # stdin stays open: the reader is blocked in it
+    code = await asyncio.wait_for(proc.proc.wait(), 15.0)
+    assert code == 0
