@@ -208,7 +208,8 @@ async def stdin_lines(stream: TextIO | None = None) -> AsyncIterator[str]:
 
 
 class SignalOwner:
-    """The one place that handles SIGINT and SIGTERM: both set :attr:`stop`."""
+    """The one place that handles SIGINT and SIGTERM: the first sets :attr:`stop` for a clean
+    shutdown; after it the default handlers are back, so a second Ctrl-C interrupts at once."""
 
     def __init__(self) -> None:
         self.stop = asyncio.Event()
@@ -218,14 +219,22 @@ class SignalOwner:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, self.stop.set)
+                loop.add_signal_handler(sig, self._first)
                 self._installed.append(sig)
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def _first(self) -> None:
+        self.stop.set()
+        self._restore()
+
+    def _restore(self) -> None:
         loop = asyncio.get_running_loop()
         for sig in self._installed:
             loop.remove_signal_handler(sig)
+        self._installed.clear()
+
+    def __exit__(self, *exc: object) -> None:
+        self._restore()
 
 
 async def _until(stop: asyncio.Event, *tasks: asyncio.Task[Any]) -> None:
