@@ -10,7 +10,7 @@ the floor before).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from engine.formats.cards import CharacterCard, card_from_mapping
@@ -23,11 +23,17 @@ from engine.formats.regex_scripts import (
 )
 from engine.formats.worldbook import character_book_to_worldbook, parse_worldbook
 from engine.ports import UnitOfWork
-from engine.prompt.inputs import CharacterFields, HistoryLine, ListHistory
+from engine.prompt.inputs import (
+    PLACEMENT_USER_INPUT,
+    CharacterFields,
+    HistoryLine,
+    ListHistory,
+)
+from engine.prompt.regex_run import apply_scripts
 from engine.prompt.wi_sources import BookSource
 from engine.prompt.wi_timed import TimedState
 from engine.timeline.lineage import Lineage, build_lineage
-from engine.timeline.values import Branch, Floor, Message, Page, Session
+from engine.timeline.values import Branch, Floor, Message, NewMessage, Page, Session
 from engine.variables import store
 from engine.variables.values import VariableState
 
@@ -206,6 +212,7 @@ async def read_turn(
     user_name: str | None = None,
     extra_input: str | None = None,
     window: int = HISTORY_WINDOW,
+    assets: SessionAssets | None = None,
 ) -> TurnRead:
     """Read a turn for a page of ``floor``. ``mode``: ``respond`` (a new floor), ``regenerate``
     (another page of a committed floor), ``continue`` (extend its active page) or ``dry_run``
@@ -214,7 +221,8 @@ async def read_turn(
     branches = await uow.branches.list(session.id)
     branch = next(b for b in branches if b.id == floor.branch_id)
     lineage = build_lineage(branch, branches)
-    assets = await load_assets(uow, session)
+    if assets is None:
+        assets = await load_assets(uow, session)
     char_name = assets.character.name
     last = floor.seq if mode == "continue" else floor.seq - 1
     pairs = (
@@ -288,3 +296,13 @@ def card_fields(assets: SessionAssets) -> dict[str, str]:
         "post_history_instructions": c.post_history_instructions,
         "creator_notes": c.creator_notes,
     }
+
+
+def stored_input(message: NewMessage, scripts: Sequence[RegexScript]) -> NewMessage:
+    """A user's message as SillyTavern stores it: the user-input regex scripts of the store
+    channel applied, and the display channel's for what platforms show."""
+    if not scripts:
+        return message
+    raw = apply_scripts(message.raw, scripts, placement=PLACEMENT_USER_INPUT, channel="store").text
+    shown = apply_scripts(raw, scripts, placement=PLACEMENT_USER_INPUT, channel="display").text
+    return replace(message, raw=raw, display=shown)

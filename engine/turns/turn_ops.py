@@ -10,21 +10,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from engine.errors import EngineError
+from engine.errors import EngineError, LimitExceededError
 from engine.memory.lineage import Viewpoint
 from engine.memory.scoping import viewpoint_for
+from engine.ports import UnitOfWork
 from engine.prompt.inputs import MemoryItem
 from engine.timeline.errors import StaleStateError
+from engine.timeline.service import MAX_INPUTS_PER_FLOOR
 from engine.timeline.values import (
     Branch,
     Floor,
     NewMessage,
     Page,
+    PlatformLink,
     SessionSettings,
 )
 from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
 from engine.turns.base import MAX_INPUT_CHARS, MEMORY_RECENT_LINES, ServiceBase, SessionIds
-from engine.turns.context import TurnRead, card_fields, read_turn
+from engine.turns.context import TurnRead, card_fields, load_assets, read_turn, stored_input
 from engine.turns.errors import NothingToDoError, TurnFailedError
 from engine.turns.profiles import (
     COMPAT_STRICT,
@@ -76,16 +79,9 @@ class TurnOps(ServiceBase):
             floor: Floor | None = None
             page: Page | None = None
             try:
-                floor = await self.timeline.open_floor(target.id, inputs)
-                for message in inputs:
-                    self._emit(
-                        "message.appended",
-                        session=key.key,
-                        branch=branch,
-                        floor=floor.seq,
-                        role="user",
-                        text=message.raw,
-                    )
+                check_inputs(inputs)
+                # The inputs are stored below, once the session's regex scripts are known.
+                floor = await self.timeline.open_floor(target.id, [])
                 # One unit of work moves the new floor to generating, adds its first page
                 # and reads everything the turn needs.
                 async with self.storage.unit_of_work() as uow:
@@ -96,9 +92,24 @@ class TurnOps(ServiceBase):
                     page = await uow.pages.add(floor_id=floor.id, number=1, meta={})
                     generating = replace(floor, state="generating")
                     session = await uow.sessions.get(ids.session_id)
-                    read = await read_turn(uow, session=session, floor=generating, mode="respond")
+                    assets = await load_assets(uow, session)
+                    inputs = [stored_input(m, assets.scripts) for m in inputs]
+                    await uow.messages.add(floor_id=floor.id, page_id=None, messages=inputs)
+                    await link_inputs(uow, session.id, floor, inputs)
+                    read = await read_turn(
+                        uow, session=session, floor=generating, mode="respond", assets=assets
+                    )
                 floor = generating
                 self._emit("floor.stateChanged", floor_id=floor.id, state="generating")
+                for message in inputs:
+                    self._emit(
+                        "message.appended",
+                        session=key.key,
+                        branch=branch,
+                        floor=floor.seq,
+                        role="user",
+                        text=message.raw,
+                    )
                 return await self._run(
                     key, ids, target, floor, page, "respond", on_text, read=read
                 )
@@ -341,3 +352,32 @@ def _enabled_slots(settings: SessionSettings) -> tuple[Any, ...]:
     if isinstance(slots, list | tuple):
         return tuple(s for s in slots if s in SLOTS)
     return tuple(DEFAULT_ENABLED_SLOTS)
+
+
+def check_inputs(inputs: Sequence[NewMessage]) -> None:
+    """The timeline's bound on the messages one floor collects."""
+    if len(inputs) > MAX_INPUTS_PER_FLOOR:
+        raise LimitExceededError(
+            f"{len(inputs)} input messages on one floor (at most {MAX_INPUTS_PER_FLOOR})",
+            limit="MAX_INPUTS_PER_FLOOR",
+            value=MAX_INPUTS_PER_FLOOR,
+        )
+
+
+async def link_inputs(
+    uow: UnitOfWork, session_id: int, floor: Floor, inputs: Sequence[NewMessage]
+) -> None:
+    """Map each input's platform message to its floor (as ``TimelineService.open_floor``
+    does for the inputs it stores)."""
+    for message in inputs:
+        if message.platform_ref is not None:
+            await uow.links.put(
+                PlatformLink(
+                    session_id=session_id,
+                    platform_ref=message.platform_ref,
+                    branch_id=floor.branch_id,
+                    floor_id=floor.id,
+                    page_id=None,
+                    role="user",
+                )
+            )

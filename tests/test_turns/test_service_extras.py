@@ -9,7 +9,7 @@ import pytest
 
 from engine.errors import EngineError, FormatError
 from engine.turns import context, transfer
-from engine.turns.api import MAIN_BRANCH, PlatformRef
+from engine.turns.api import MAIN_BRANCH, PlatformRef, UserLine
 from engine.turns.locks import BranchLocks
 from engine.turns.service import MAX_INPUT_CHARS, TavernService
 from tests.fakes.openai_server import FakeOpenAIServer, FakeReply
@@ -318,3 +318,21 @@ async def test_bad_session_settings_are_refused(
 ) -> None:
     with pytest.raises(EngineError, match="session setting"):
         await service.configure(KEY, **changes)
+
+
+async def test_user_input_regex_scripts_change_the_stored_message(
+    remote: TavernService, fake: FakeOpenAIServer
+) -> None:
+    script = {**SCRIPT, "findRegex": "/darn/g", "replaceString": "gosh", "placement": [1]}
+    await remote.import_asset(KEY, "regex", "polite.json", raw(script))
+    fake.script(FakeReply(text="ok"))
+    await remote.respond(
+        KEY, MAIN_BRANCH, [UserLine(speaker=line("").speaker, text="darn it", ref="m1")]
+    )
+    assert fake.chat_requests[0].messages[-1]["content"] == "gosh it"
+    exported = (await remote.export_chat(KEY, MAIN_BRANCH)).decode().splitlines()
+    assert json.loads(exported[1])["mes"] == "gosh it"
+    # the input's platform message still maps to its floor
+    assert await remote.resolve_message(KEY, "m1") == PlatformRef(
+        branch=MAIN_BRANCH, floor=1, page=None, role="user"
+    )
