@@ -82,10 +82,15 @@ def offline_reply(request: ChatRequest) -> str:
         return json.dumps({"verdict": "pass", "notes": ""})
     if slot == "director":
         return f"Let {character} answer {user} briefly and stay in character."
-    gesture = _GESTURES[_digest(character, user, user_input) % len(_GESTURES)]
+    attempt = request.metadata.get("attempt", "1")
+    seed = (
+        (character, user, user_input) if attempt == "1" else (character, user, user_input, attempt)
+    )
+    gesture = _GESTURES[_digest(*seed) % len(_GESTURES)]
+    take = "" if attempt == "1" else f" (take {attempt})"
     if not quoted:
-        return f"{character} {gesture} and waits for {user} to speak."
-    return f'{character} {gesture}. "You said: {quoted}" — {character} considers it, {user}.'
+        return f"{character} {gesture} and waits for {user} to speak.{take}"
+    return f'{character} {gesture}. "You said: {quoted}" — {character} considers it, {user}.{take}'
 
 
 def _split(text: str, parts: int) -> list[str]:

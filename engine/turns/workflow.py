@@ -360,6 +360,9 @@ class Generation:
             "character": self.read.assets.character.name,
             "user": self.read.user_name,
             "slot": slot,
+            # Which page of the floor this is, so a provider that does not read the prompt
+            # (the offline one) still answers a regenerate differently.
+            "attempt": str(self.where.get("page", 1)),
         }
 
     def _add_usage(self, slot: str, usage: Usage) -> None:

@@ -126,3 +126,19 @@ async def test_delay_still_gives_the_same_text(no_network: None) -> None:
     request = _request("slowly", character="C")
     stream = OfflineChatModel(chunk_delay_s=0.01, announce=False).stream(request)
     assert "".join([c.text async for c in stream]) == offline_reply(request)
+
+
+async def test_a_regenerated_page_gets_a_different_deterministic_reply() -> None:
+    from adapters.llm.offline import offline_reply
+    from engine.ports import ChatMessage, ChatRequest
+
+    def request(attempt: str) -> ChatRequest:
+        return ChatRequest(
+            model="offline",
+            messages=[ChatMessage(role="user", content="Hello there")],
+            metadata={"character": "Aqua", "user": "Kazuma", "attempt": attempt},
+        )
+
+    first, second = offline_reply(request("1")), offline_reply(request("2"))
+    assert first != second and second.endswith("(take 2)")
+    assert offline_reply(request("2")) == second
