@@ -126,8 +126,7 @@ class Application:
             self.stack.push_async_callback(scheduler.shutdown)
             if failed:
                 log.warning("%d interrupted turn(s) were marked failed", len(failed))
-            if self.offline:
-                log.warning("no model endpoint is configured: %s", OFFLINE_ANNOUNCEMENT)
+            # The offline provider announces itself when it is built (adapters.llm.offline).
         except BaseException:
             await self.stack.aclose()
             raise

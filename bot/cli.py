@@ -39,6 +39,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+OWN_LOGGERS = ("bot", "adapters", "engine")
+
+
+def setup_logging(*, verbose: bool) -> None:
+    """Our own loggers at INFO (DEBUG with -v); libraries only say warnings unless -v.
+
+    Alembic and APScheduler log every migration step and job run at INFO, which would bury
+    the console chat in noise.
+    """
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for name in OWN_LOGGERS:
+        logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.INFO)
+
+
 def settings_from(args: argparse.Namespace) -> Settings:
     """Load the settings named by ``--config`` (raises ConfigError)."""
     return load_settings(args.config)
@@ -48,11 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tavernbot`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    setup_logging(verbose=args.verbose)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
