@@ -169,6 +169,8 @@ class ChatStream(Protocol):
 # Repositories return engine values, never rows. A uniqueness or lock failure surfaces as
 # ``engine.errors.ConflictError`` when the unit of work ends.
 
+from typing import NamedTuple  # noqa: E402
+
 from engine.timeline.values import (  # noqa: E402  (the storage section is appended here)
     Asset,
     AssetKind,
@@ -225,6 +227,11 @@ class SessionRepository(Protocol):
         """Replace the session's settings object."""
         ...
 
+    async def get_with_branches(self, session_id: int) -> tuple[Session, list[Branch]]:
+        """The session and every branch of it, oldest first, in one read; NotFoundError
+        when the session is missing."""
+        ...
+
 
 class BranchRepository(Protocol):
     """Branches, unique by ``(session, name)``."""
@@ -263,6 +270,32 @@ class BranchRepository(Protocol):
         ...
 
 
+class WindowPage(NamedTuple):
+    """A committed floor of a history window with one of its pages. A turn reads one per
+    floor of its window, so this is a tuple: far cheaper to build than a frozen value."""
+
+    floor_id: int
+    branch_id: int
+    seq: int
+    floor_hidden: bool
+    active_page: int | None
+    page_id: int
+    number: int
+    page_hidden: bool
+    meta: Mapping[str, Any] | None
+
+
+class WindowMessage(NamedTuple):
+    """What a history window needs of a stored message (a tuple, as :class:`WindowPage`)."""
+
+    floor_id: int
+    page_id: int | None
+    role: str
+    speaker_name: str | None
+    raw: str
+    hidden: bool
+
+
 class FloorRepository(Protocol):
     """Floors. Their ``seq`` is unique per branch among floors that have not failed."""
 
@@ -284,6 +317,26 @@ class FloorRepository(Protocol):
 
     async def in_state(self, state: FloorState) -> list[Floor]:
         """Every floor in ``state`` (used on start to find interrupted generations)."""
+        ...
+
+    async def latest_with_pending(self, branch_id: int) -> tuple[Floor | None, bool]:
+        """The branch's own newest floor that has not failed (as :meth:`latest`) and whether
+        it has a pending page, in one read."""
+        ...
+
+    async def open_generating(
+        self, *, branch_id: int, seq: int, inputs: Sequence[NewMessage]
+    ) -> tuple[Floor, Page]:
+        """Create floor ``seq`` already ``generating``, with its input messages (numbered
+        from 1) and its pending page 1 (empty meta)."""
+        ...
+
+    async def window(
+        self, spans: Sequence[tuple[int, int, int]], *, meta_seq: int | None = None
+    ) -> list[WindowPage]:
+        """Every page of the committed floors of each ``(branch_id, first, last)`` span (own
+        floors with ``first <= seq <= last``), by ``seq`` and page number, with the page's meta
+        only on floor ``meta_seq`` (None elsewhere)."""
         ...
 
     async def compare_and_set(
@@ -361,6 +414,11 @@ class MessageRepository(Protocol):
         """Every message of these floors (inputs and all pages), in order."""
         ...
 
+    async def window(self, floor_ids: Sequence[int]) -> list[WindowMessage]:
+        """The messages of these floors as a history window reads them, ordered as
+        :meth:`of_floors` orders them."""
+        ...
+
     async def hide_by_ref(self, floor_id: int, platform_ref: str) -> int:
         """Hide the floor's messages that carry ``platform_ref``; returns how many."""
         ...
@@ -389,6 +447,12 @@ class AssetRepository(Protocol):
 
     async def get(self, realm_id: int, kind: AssetKind, name: str) -> Asset | None:
         """The asset, if it exists."""
+        ...
+
+    async def get_many(
+        self, realm_id: int, wanted: Sequence[tuple[AssetKind, str]]
+    ) -> list[Asset]:
+        """The assets of these ``(kind, name)`` pairs that exist, in one read (any order)."""
         ...
 
     async def list(self, realm_id: int, kind: AssetKind | None = None) -> list[Asset]:

@@ -11,7 +11,7 @@ import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, delete, func, insert, select, update
+from sqlalchemy import Table, and_, case, delete, exists, func, insert, null, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from adapters.storage import convert
@@ -27,6 +27,7 @@ from adapters.storage.models import (
     utcnow,
 )
 from engine.errors import NotFoundError
+from engine.ports import WindowMessage, WindowPage
 from engine.timeline.values import (
     Asset,
     AssetKind,
@@ -108,6 +109,28 @@ class SqlSessions(_Repo):
             update(SESSION).where(SESSION.c.id == session_id).values(settings=settings.to_json())
         )
         await self._db.execute(stmt)
+
+    async def get_with_branches(self, session_id: int) -> tuple[Session, builtins.list[Branch]]:
+        cols = [
+            *(c.label(f"s_{c.name}") for c in SESSION.c),
+            *(c.label(f"b_{c.name}") for c in BRANCH.c),
+        ]
+        stmt = (
+            select(*cols)
+            .select_from(SESSION.outerjoin(BRANCH, BRANCH.c.session_id == SESSION.c.id))
+            .where(SESSION.c.id == session_id)
+            .order_by(BRANCH.c.id)
+        )
+        rows = [row._mapping for row in await self._db.execute(stmt)]
+        if not rows:
+            raise NotFoundError(f"session {session_id} does not exist")
+        session = convert.session(_Sub(rows[0], "s_"))  # type: ignore[arg-type]
+        branches = [
+            convert.branch(_Sub(data, "b_"))  # type: ignore[arg-type]
+            for data in rows
+            if data["b_id"] is not None
+        ]
+        return session, branches
 
 
 class SqlBranches(_Repo):
@@ -202,6 +225,82 @@ class SqlFloors(_Repo):
     async def in_state(self, state: FloorState) -> list[Floor]:
         stmt = select(FLOOR).where(FLOOR.c.state == state).order_by(FLOOR.c.id)
         return [convert.floor(row) for row in await self._db.execute(stmt)]
+
+    async def latest_with_pending(self, branch_id: int) -> tuple[Floor | None, bool]:
+        pending = (
+            exists()
+            .where(PAGE.c.floor_id == FLOOR.c.id, PAGE.c.status == "pending")
+            .label("has_pending")
+        )
+        stmt = (
+            select(FLOOR, pending)
+            .where(FLOOR.c.branch_id == branch_id, FLOOR.c.state != "failed")
+            .order_by(FLOOR.c.seq.desc())
+            .limit(1)
+        )
+        row = (await self._db.execute(stmt)).first()
+        if row is None:
+            return None, False
+        return convert.floor(row), bool(row.has_pending)
+
+    async def open_generating(
+        self, *, branch_id: int, seq: int, inputs: Sequence[NewMessage]
+    ) -> tuple[Floor, Page]:
+        now = utcnow()
+        stmt = (
+            insert(FLOOR)
+            .values(
+                branch_id=branch_id, seq=seq, state="generating", created_at=now, updated_at=now
+            )
+            .returning(*FLOOR.c)
+        )
+        floor = convert.floor((await self._db.execute(stmt)).one())
+        page_stmt = (
+            insert(PAGE)
+            .values(floor_id=floor.id, number=1, status="pending", meta={})
+            .returning(*PAGE.c)
+        )
+        page = convert.page((await self._db.execute(page_stmt)).one())
+        if inputs:
+            await self._db.execute(insert(MESSAGE), message_rows(floor.id, None, 0, inputs))
+        return floor, page
+
+    async def window(
+        self, spans: Sequence[tuple[int, int, int]], *, meta_seq: int | None = None
+    ) -> list[WindowPage]:
+        if not spans:
+            return []
+        wanted = or_(
+            *(
+                and_(FLOOR.c.branch_id == b, FLOOR.c.seq >= first, FLOOR.c.seq <= last)
+                for b, first, last in spans
+            )
+        )
+        # Only one page's meta is wanted: decoding every page's JSON would cost more than
+        # the rest of the row.
+        meta = (
+            null()
+            if meta_seq is None
+            else case((FLOOR.c.seq == meta_seq, PAGE.c.meta), else_=null())
+        )
+        stmt = (
+            select(
+                FLOOR.c.id,
+                FLOOR.c.branch_id,
+                FLOOR.c.seq,
+                FLOOR.c.hidden,
+                FLOOR.c.active_page,
+                PAGE.c.id,
+                PAGE.c.number,
+                PAGE.c.hidden,
+                meta.label("meta"),
+            )
+            .select_from(FLOOR.join(PAGE, PAGE.c.floor_id == FLOOR.c.id))
+            .where(FLOOR.c.state == "committed", wanted)
+            .order_by(FLOOR.c.seq, PAGE.c.number)
+        )
+        make = WindowPage._make
+        return [make(row) for row in await self._db.execute(stmt)]
 
     async def compare_and_set(
         self,
@@ -344,24 +443,7 @@ class SqlMessages(_Repo):
             # A page's messages arrive once, at commit; only floor inputs are appended to.
             stmt = select(func.max(MESSAGE.c.seq)).where(MESSAGE.c.floor_id == floor_id, owner)
             start = (await self._db.execute(stmt)).scalar() or 0
-        now = utcnow()
-        rows = [
-            {
-                "floor_id": floor_id,
-                "page_id": page_id,
-                "seq": start + index,
-                "role": m.role,
-                "speaker_id": m.speaker_id,
-                "speaker_name": m.speaker_name,
-                "raw": m.raw,
-                "display": m.raw if m.display is None else m.display,
-                "hidden": False,
-                "platform_ref": m.platform_ref,
-                "created_at": now,
-            }
-            for index, m in enumerate(messages, start=1)
-        ]
-        await self._db.execute(insert(MESSAGE), rows)
+        await self._db.execute(insert(MESSAGE), message_rows(floor_id, page_id, start, messages))
 
     async def of_floors(self, floor_ids: Sequence[int]) -> list[Message]:
         if not floor_ids:
@@ -373,6 +455,24 @@ class SqlMessages(_Repo):
         )
         return [convert.message(row) for row in await self._db.execute(stmt)]
 
+    async def window(self, floor_ids: Sequence[int]) -> list[WindowMessage]:
+        if not floor_ids:
+            return []
+        stmt = (
+            select(
+                MESSAGE.c.floor_id,
+                MESSAGE.c.page_id,
+                MESSAGE.c.role,
+                MESSAGE.c.speaker_name,
+                MESSAGE.c.raw,
+                MESSAGE.c.hidden,
+            )
+            .where(MESSAGE.c.floor_id.in_(list(floor_ids)))
+            .order_by(MESSAGE.c.floor_id, MESSAGE.c.page_id.nulls_first(), MESSAGE.c.seq)
+        )
+        make = WindowMessage._make
+        return [make(row) for row in await self._db.execute(stmt)]
+
     async def hide_by_ref(self, floor_id: int, platform_ref: str) -> int:
         stmt = (
             update(MESSAGE)
@@ -381,6 +481,29 @@ class SqlMessages(_Repo):
         )
         result = await self._db.execute(stmt)
         return int(result.rowcount)
+
+
+def message_rows(
+    floor_id: int, page_id: int | None, start: int, messages: Sequence[NewMessage]
+) -> list[dict[str, Any]]:
+    """Insert parameters of ``messages``, numbered from ``start + 1``."""
+    now = utcnow()
+    return [
+        {
+            "floor_id": floor_id,
+            "page_id": page_id,
+            "seq": start + index,
+            "role": m.role,
+            "speaker_id": m.speaker_id,
+            "speaker_name": m.speaker_name,
+            "raw": m.raw,
+            "display": m.raw if m.display is None else m.display,
+            "hidden": False,
+            "platform_ref": m.platform_ref,
+            "created_at": now,
+        }
+        for index, m in enumerate(messages, start=1)
+    ]
 
 
 class SqlLinks(_Repo):
@@ -443,6 +566,15 @@ class SqlAssets(_Repo):
         )
         row = (await self._db.execute(stmt)).first()
         return None if row is None else convert.asset(row)
+
+    async def get_many(
+        self, realm_id: int, wanted: Sequence[tuple[AssetKind, str]]
+    ) -> builtins.list[Asset]:
+        if not wanted:
+            return []
+        pairs = or_(*(and_(ASSET.c.kind == k, ASSET.c.name == n) for k, n in set(wanted)))
+        stmt = select(ASSET).where(ASSET.c.realm_id == realm_id, pairs)
+        return [convert.asset(row) for row in await self._db.execute(stmt)]
 
     async def list(self, realm_id: int, kind: AssetKind | None = None) -> builtins.list[Asset]:
         stmt = select(ASSET).where(ASSET.c.realm_id == realm_id)

@@ -31,6 +31,7 @@ from engine.timeline.errors import (
     StaleStateError,
     TimelineNotFoundError,
 )
+from engine.timeline.lineage import build_lineage
 from engine.timeline.states import check_floor_transition, check_page_transition
 from engine.timeline.values import (
     MAIN_BRANCH,
@@ -101,6 +102,55 @@ def check_writes(writes: Sequence[Mutation], *, where: str) -> None:
                 limit="MAX_KEY_LENGTH",
                 value=MAX_KEY_LENGTH,
             )
+
+
+def check_inputs(inputs: Sequence[NewMessage], *, where: str) -> None:
+    """Refuse more than :data:`MAX_INPUTS_PER_FLOOR` input messages on one floor."""
+    if len(inputs) > MAX_INPUTS_PER_FLOOR:
+        raise LimitExceededError(
+            f"{where}: {len(inputs)} input messages (at most {MAX_INPUTS_PER_FLOOR})",
+            limit="MAX_INPUTS_PER_FLOOR",
+            value=MAX_INPUTS_PER_FLOOR,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenedFloor:
+    """A floor opened straight into ``generating`` with its first page."""
+
+    floor: Floor
+    page: Page
+    floor_scope: Mapping[str, Any]
+
+
+async def open_generating(
+    uow: UnitOfWork, branch: Branch, branches: Sequence[Branch], inputs: Sequence[NewMessage]
+) -> OpenedFloor:
+    """Inside ``uow``: what :meth:`TimelineService.open_floor`, ``start_generating`` and
+    ``add_page`` do in three units of work, in one. The new floor after the branch's head is
+    ``generating`` with ``inputs`` and a pending page 1; its floor scope (explicit writes
+    made for it) is materialised. ``branches``: every branch of the session, read in ``uow``.
+    BranchBusyError while another floor or page of the branch is in progress. The caller
+    emits ``floor.created`` once ``uow`` has committed."""
+    check_inputs(inputs, where=f"branch {branch.id}")
+    await uow.branches.lock(branch.id)
+    latest, pending = await uow.floors.latest_with_pending(branch.id)
+    if latest is not None and latest.state != "committed":
+        raise BranchBusyError(
+            f"branch {branch.name!r}: floor {latest.seq} is still {latest.state}"
+        )
+    if latest is not None and pending:
+        raise BranchBusyError(f"branch {branch.name!r}: floor {latest.seq} is regenerating")
+    # Committed floors are contiguous, so the head is the latest floor (or the fork point).
+    head = latest.seq if latest is not None else build_lineage(branch, branches).base
+    floor, page = await uow.floors.open_generating(
+        branch_id=branch.id, seq=head + 1, inputs=inputs
+    )
+    await _link_inputs(uow, branch.session_id, floor, inputs)
+    scope = await store.floor_scope(uow, floor, None)
+    if scope:
+        await uow.variables.replace("floor", floor.id, scope)
+    return OpenedFloor(floor=floor, page=page, floor_scope=scope)
 
 
 class TimelineService:
@@ -280,12 +330,7 @@ class TimelineService:
         return floor
 
     def _check_inputs(self, inputs: Sequence[NewMessage], *, where: str) -> None:
-        if len(inputs) > MAX_INPUTS_PER_FLOOR:
-            raise LimitExceededError(
-                f"{where}: {len(inputs)} input messages (at most {MAX_INPUTS_PER_FLOOR})",
-                limit="MAX_INPUTS_PER_FLOOR",
-                value=MAX_INPUTS_PER_FLOOR,
-            )
+        check_inputs(inputs, where=where)
 
     async def add_inputs(self, floor_id: int, inputs: Sequence[NewMessage]) -> None:
         """Append more user messages to a draft floor (messages collected before a reply)."""
@@ -368,13 +413,19 @@ class TimelineService:
         messages: Sequence[NewMessage] = (),
         writes: Sequence[Mutation] = (),
         meta: Mapping[str, Any] | None = None,
+        known: PageContext | None = None,
     ) -> PageContext:
         """Commit a pending page in one transaction: the page is frozen and active, its floor
         committed (a regenerated page's floor already is), its messages stored, its staged
-        writes logged and materialised, its chat/global writes applied. All or nothing."""
+        writes logged and materialised, its chat/global writes applied. All or nothing.
+        ``known``: the page's context as its caller left it (a pending page on a generating
+        or committed floor), which saves reading it; the compare-and-set updates still
+        refuse a page or floor that changed since (StaleStateError)."""
         check_writes(writes, where=f"page {page_id}")
         async with self._storage.unit_of_work() as uow:
-            ctx = await uow.pages.context(page_id)
+            ctx = known if known is not None else await uow.pages.context(page_id)
+            if ctx.page.id != page_id:
+                raise PageTransitionError(f"page {page_id}: the known context is another page's")
             await uow.branches.lock(ctx.branch.id)
             page, floor = ctx.page, ctx.floor
             where = f"floor {floor.seq} page {page.number}"

@@ -9,9 +9,10 @@ the floor before).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from engine.formats.cards import CharacterCard, card_from_mapping
 from engine.formats.preset import Preset, parse_preset
@@ -22,7 +23,7 @@ from engine.formats.regex_scripts import (
     parse_regex_scripts,
 )
 from engine.formats.worldbook import character_book_to_worldbook, parse_worldbook
-from engine.ports import UnitOfWork
+from engine.ports import UnitOfWork, WindowMessage, WindowPage
 from engine.prompt.inputs import (
     PLACEMENT_USER_INPUT,
     CharacterFields,
@@ -33,9 +34,18 @@ from engine.prompt.regex_run import apply_scripts
 from engine.prompt.wi_sources import BookSource
 from engine.prompt.wi_timed import TimedState
 from engine.timeline.lineage import Lineage, build_lineage
-from engine.timeline.values import Branch, Floor, Message, NewMessage, Page, Session
+from engine.timeline.values import (
+    Asset,
+    AssetKind,
+    Branch,
+    Floor,
+    Message,
+    NewMessage,
+    Page,
+    Session,
+)
 from engine.variables import store
-from engine.variables.values import VariableState
+from engine.variables.values import Scope, VariableState
 
 HISTORY_WINDOW: Final = 200
 """Floors of chat a turn reads at most (assembly stops at the token budget well before)."""
@@ -44,6 +54,10 @@ TIMED_STATE_META: Final = "timed_state"
 PROFILE_ASSET: Final = "profile"
 """Asset kind under which a realm keeps its LLM profiles and bindings (one asset, ``llm``)."""
 PROFILE_ASSET_NAME: Final = "llm"
+ASSET_CACHE_SIZE: Final = 64
+"""Parsed assets (cards, presets, world books, regex sets) kept between turns at most."""
+_T = TypeVar("_T")
+_MISSING: Final = object()
 
 
 class WindowHistory(ListHistory):
@@ -87,25 +101,76 @@ class TurnRead:
     branches: tuple[Branch, ...] = ()
 
 
+class ParsedAssets:
+    """Parsed assets kept between turns, keyed by what identifies one stored version (realm,
+    kind, name, row id and last update), so a changed asset is parsed again. At most
+    :data:`ASSET_CACHE_SIZE` entries, least recently used dropped first."""
+
+    def __init__(self, size: int = ASSET_CACHE_SIZE) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, asset: Asset, parse: Callable[[Asset], _T]) -> _T:
+        """The parsed value of ``asset``, parsing it on a miss."""
+        key = (asset.realm_id, asset.kind, asset.name, asset.id, asset.updated_at)
+        found = self._items.get(key, _MISSING)
+        if found is not _MISSING:
+            self._items.move_to_end(key)
+            return found  # type: ignore[no-any-return]
+        value = parse(asset)
+        self._items[key] = value
+        if len(self._items) > self._size:
+            self._items.popitem(last=False)
+        return value
+
+
+PARSED = ParsedAssets()
+"""The process's cache of parsed assets (values are immutable, so sharing them is safe)."""
+
+
+def _card(asset: Asset) -> CharacterCard:
+    return card_from_mapping(asset.data, source=f"card {asset.name}")
+
+
+def _preset(asset: Asset) -> Preset:
+    return parse_preset(asset.data, source=f"preset {asset.name}")
+
+
+def _book(asset: Asset) -> BookSource:
+    book = parse_worldbook(asset.data, source=f"world book {asset.name}", name=asset.name)
+    return BookSource(book=book, kind="chat")
+
+
+def _scripts(asset: Asset) -> tuple[RegexScript, ...]:
+    return tuple(parse_regex_scripts(asset.data.get("scripts", []), source=asset.name))
+
+
 async def load_assets(uow: UnitOfWork, session: Session) -> SessionAssets:
-    """Parse the card, preset, world books and regex sets the session is bound to."""
+    """Parse the card, preset, world books and regex sets the session is bound to (one read
+    for all of them; parsed values come from :data:`PARSED` while an asset is unchanged)."""
     settings = session.settings
-    realm = session.realm_id
-    card: CharacterCard | None = None
+    wanted: list[tuple[AssetKind, str]] = [(PROFILE_ASSET, PROFILE_ASSET_NAME)]  # type: ignore[list-item]
     if settings.character:
-        asset = await uow.assets.get(realm, "card", settings.character)
-        if asset is not None:
-            card = card_from_mapping(asset.data, source=f"card {asset.name}")
+        wanted.append(("card", settings.character))
+    if settings.preset:
+        wanted.append(("preset", settings.preset))
+    wanted.extend(("worldbook", name) for name in settings.worldbooks)
+    wanted.extend(("regex", name) for name in settings.regex_sets)
+    found = {(a.kind, a.name): a for a in await uow.assets.get_many(session.realm_id, wanted)}
+    card: CharacterCard | None = None
+    if settings.character and (asset := found.get(("card", settings.character))) is not None:
+        card = PARSED.get(asset, _card)
     character = (
         CharacterFields.from_card(card)
         if card is not None
         else CharacterFields(name=settings.character or DEFAULT_CHARACTER)
     )
     preset = Preset(source="(default preset)")
-    if settings.preset:
-        asset = await uow.assets.get(realm, "preset", settings.preset)
-        if asset is not None:
-            preset = parse_preset(asset.data, source=f"preset {asset.name}")
+    if settings.preset and (asset := found.get(("preset", settings.preset))) is not None:
+        preset = PARSED.get(asset, _preset)
     books: list[BookSource] = []
     if card is not None and card.character_book is not None:
         book = character_book_to_worldbook(
@@ -113,23 +178,20 @@ async def load_assets(uow: UnitOfWork, session: Session) -> SessionAssets:
         )
         books.append(BookSource(book=book, kind="character"))
     for name in settings.worldbooks:
-        asset = await uow.assets.get(realm, "worldbook", name)
-        if asset is not None:
-            book = parse_worldbook(asset.data, source=f"world book {name}", name=name)
-            books.append(BookSource(book=book, kind="chat"))
+        if (asset := found.get(("worldbook", name))) is not None:
+            books.append(PARSED.get(asset, _book))
     # SillyTavern's order: global scripts, then the preset's, then the character's.
     scripts: list[RegexScript] = []
     for name in settings.regex_sets:
-        asset = await uow.assets.get(realm, "regex", name)
-        if asset is not None:
-            scripts.extend(parse_regex_scripts(asset.data.get("scripts", []), source=name))
+        if (asset := found.get(("regex", name))) is not None:
+            scripts.extend(PARSED.get(asset, _scripts))
     for index, item in enumerate(preset.regex_scripts):
         scripts.append(
             parse_regex_script(item, source=preset.source, field=f"regex_scripts[{index}]")
         )
     if card is not None:
         scripts.extend(card_regex_scripts(card.extensions, source=f"card {card.name}"))
-    profiles = await uow.assets.get(realm, PROFILE_ASSET, PROFILE_ASSET_NAME)  # type: ignore[arg-type]
+    profiles = found.get((PROFILE_ASSET, PROFILE_ASSET_NAME))  # type: ignore[arg-type]
     return SessionAssets(
         card=card,
         character=character,
@@ -140,49 +202,57 @@ async def load_assets(uow: UnitOfWork, session: Session) -> SessionAssets:
     )
 
 
-async def read_history(
-    uow: UnitOfWork,
-    lineage: Lineage,
-    last: int,
-    *,
-    user_name: str,
-    char_name: str,
-    window: int = HISTORY_WINDOW,
-) -> tuple[list[HistoryLine], list[tuple[Floor, Page]]]:
-    """The visible messages of floors ``last-window+1 .. last`` (oldest first), and the
-    ``(floor, active page)`` pairs read."""
-    if last < 1:
-        return [], []
-    pairs = await store.lineage_pages(uow, lineage, max(1, last - window + 1), last)
-    messages = await uow.messages.of_floors([f.id for f, _ in pairs])
-    return history_lines(pairs, messages, user_name=user_name, char_name=char_name), pairs
+async def window_pages(
+    uow: UnitOfWork, lineage: Lineage, first: int, last: int
+) -> list[WindowPage]:
+    """The committed floors ``first..last`` the branch sees, each with the page it sees
+    active (a fork sees the page it pinned), by floor number: one read for every segment,
+    with the meta of floor ``last``'s page only."""
+    spans: list[tuple[int, int, int]] = []
+    for segment in lineage.segments:
+        low = max(first, segment.first)
+        high = last if segment.last is None else min(last, segment.last)
+        if low <= high:
+            spans.append((segment.branch_id, low, high))
+    # Only a fork's own floors can hold a pinned page; skip the lookup for the others.
+    pins = {(s.branch_id, s.last) for s in lineage.segments if s.last is not None}
+    seen: list[WindowPage] = []
+    for row in await uow.floors.window(spans, meta_seq=last):
+        number = row.active_page
+        if (row.branch_id, row.seq) in pins:
+            number = lineage.pinned(row.branch_id, row.seq) or number
+        if row.number == number:
+            seen.append(row)
+    return seen
 
 
 def history_lines(
-    pairs: Sequence[tuple[Floor, Page]],
-    messages: Sequence[Message],
+    pages: Sequence[WindowPage],
+    messages: Sequence[WindowMessage],
     *,
     user_name: str,
     char_name: str,
 ) -> list[HistoryLine]:
     """The visible messages of these floors as the branch sees them (active pages only)."""
-    by_floor: dict[int, list[Message]] = {}
+    by_floor: dict[int, list[WindowMessage]] = {}
     for message in messages:
         by_floor.setdefault(message.floor_id, []).append(message)
     lines: list[HistoryLine] = []
-    for floor, page in pairs:
-        if floor.hidden:
+    for row in pages:
+        if row.floor_hidden:
             continue
-        for message in by_floor.get(floor.id, ()):
-            if message.hidden or (message.page_id is not None and message.page_id != page.id):
+        for message in by_floor.get(row.floor_id, ()):
+            if message.hidden or (message.page_id is not None and message.page_id != row.page_id):
                 continue
-            if message.page_id is not None and page.hidden:
+            if message.page_id is not None and row.page_hidden:
                 continue
-            lines.append(line_of(message, floor.seq, user_name=user_name, char_name=char_name))
+            lines.append(line_of(message, row.seq, user_name=user_name, char_name=char_name))
     return lines
 
 
-def line_of(message: Message, seq: int, *, user_name: str, char_name: str) -> HistoryLine:
+def line_of(
+    message: Message | WindowMessage, seq: int, *, user_name: str, char_name: str
+) -> HistoryLine:
     """A stored message as assembly reads it."""
     is_user = message.role == "user"
     default = user_name if is_user else char_name
@@ -193,6 +263,12 @@ def line_of(message: Message, seq: int, *, user_name: str, char_name: str) -> Hi
         floor=seq,
         role="system" if message.role in ("system", "narrator") else None,
     )
+
+
+def timed_state_from(meta: Mapping[str, Any] | None) -> TimedState:
+    """The world-info timed state kept in a page's meta (empty when none)."""
+    data = meta.get(TIMED_STATE_META) if meta else None
+    return TimedState.from_json(data) if data else TimedState()
 
 
 def timed_state_of(page: Page | None) -> TimedState:
@@ -213,25 +289,24 @@ async def read_turn(
     extra_input: str | None = None,
     window: int = HISTORY_WINDOW,
     assets: SessionAssets | None = None,
+    branches: Sequence[Branch] | None = None,
 ) -> TurnRead:
     """Read a turn for a page of ``floor``. ``mode``: ``respond`` (a new floor), ``regenerate``
     (another page of a committed floor), ``continue`` (extend its active page) or ``dry_run``
     (``floor`` is the head's successor that was never stored; ``extra_input`` is the text).
-    ``user_name`` None: the name of the floor's last speaker."""
-    branches = await uow.branches.list(session.id)
+    ``user_name`` None: the name of the floor's last speaker. ``assets`` and ``branches``:
+    already read in this unit of work (None: read them here)."""
+    if branches is None:
+        branches = await uow.branches.list(session.id)
     branch = next(b for b in branches if b.id == floor.branch_id)
     lineage = build_lineage(branch, branches)
     if assets is None:
         assets = await load_assets(uow, session)
     char_name = assets.character.name
     last = floor.seq if mode == "continue" else floor.seq - 1
-    pairs = (
-        await store.lineage_pages(uow, lineage, max(1, last - window + 1), last)
-        if last >= 1
-        else []
-    )
+    pairs = await window_pages(uow, lineage, max(1, last - window + 1), last) if last >= 1 else []
     own = mode in ("respond", "regenerate")
-    messages = await uow.messages.of_floors([f.id for f, _ in pairs] + ([floor.id] if own else []))
+    messages = await uow.messages.window([p.floor_id for p in pairs] + ([floor.id] if own else []))
     inputs = [m for m in messages if m.floor_id == floor.id and m.page_id is None and not m.hidden]
     if user_name is None:
         # The floor's last speaker; for a dry run, the branch's last speaker.
@@ -239,7 +314,9 @@ async def read_turn(
         named = named or [m.speaker_name for m in messages if m.role == "user" and m.speaker_name]
         user_name = named[-1] if named else "User"
     lines = history_lines(pairs, messages, user_name=user_name, char_name=char_name)
-    before = {f.seq: p for f, p in pairs}.get(floor.seq - 1)
+    # The timed state comes from the page seen on floor ``last`` (the floor before, or the
+    # floor a continue extends): the only page whose meta the window read.
+    timed = timed_state_from(pairs[-1].meta) if pairs and pairs[-1].seq == last else TimedState()
     user_input: str | None = extra_input
     if inputs:
         input_lines = [
@@ -248,24 +325,31 @@ async def read_turn(
         if input_lines[-1].is_user:
             user_input = input_lines.pop().text
         lines.extend(input_lines)
-    page_values: dict[str, Any] = {}
+    # Every materialised scope this turn starts from, in one read.
+    owners: list[tuple[Scope, int]] = [
+        ("branch", branch.id),
+        ("chat", session.id),
+        ("global", session.realm_id),
+    ]
+    if mode in ("respond", "continue"):
+        owners.append(("floor", floor.id))
+    page_owner: tuple[Scope, int] | None = None
+    if mode == "continue" and pairs:  # the new page starts from what the active one left
+        page_owner = ("page", pairs[-1].page_id)
+        owners.append(("page", pairs[-1].page_id))
+    found = await uow.variables.values_of(owners)
+    branch_values = found[("branch", branch.id)]
+    floor_values = found.get(("floor", floor.id), {})
+    page_values = found[page_owner] if page_owner is not None else {}
     if mode == "regenerate":
         branch_values = await store.branch_state(uow, lineage, floor.seq, last=None)
         floor_values = await store.floor_scope(uow, floor, None)
-    elif mode == "dry_run":
-        branch_values = await uow.variables.values("branch", branch.id)
-        floor_values = {}
-    else:
-        branch_values = await uow.variables.values("branch", branch.id)
-        floor_values = await uow.variables.values("floor", floor.id)
-        if mode == "continue" and pairs:  # the new page starts from what the active one left
-            page_values = await uow.variables.values("page", pairs[-1][1].id)
     state = VariableState(
         page=page_values,
         floor=floor_values,
         branch=branch_values,
-        chat=await uow.variables.values("chat", session.id),
-        global_=await uow.variables.values("global", session.realm_id),
+        chat=found[("chat", session.id)],
+        global_=found[("global", session.realm_id)],
     )
     return TurnRead(
         session=session,
@@ -278,7 +362,7 @@ async def read_turn(
         user_input=user_input,
         user_name=user_name,
         state=state,
-        timed_state=timed_state_of(pairs[-1][1] if mode == "continue" and pairs else before),
+        timed_state=timed,
         branches=tuple(branches),
     )
 

@@ -7,22 +7,20 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from engine.errors import EngineError, LimitExceededError
 from engine.memory.lineage import Viewpoint
 from engine.memory.scoping import viewpoint_for
-from engine.ports import UnitOfWork
 from engine.prompt.inputs import MemoryItem
-from engine.timeline.errors import StaleStateError
-from engine.timeline.service import MAX_INPUTS_PER_FLOOR
+from engine.timeline.errors import TimelineNotFoundError
+from engine.timeline.service import MAX_INPUTS_PER_FLOOR, open_generating
 from engine.timeline.values import (
     Branch,
     Floor,
     NewMessage,
     Page,
-    PlatformLink,
+    PageContext,
     SessionSettings,
 )
 from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
@@ -78,28 +76,31 @@ class TurnOps(ServiceBase):
         async with self.locks.hold(ids.session_id, branch):
             floor: Floor | None = None
             page: Page | None = None
+            opened = False
             try:
                 check_inputs(inputs)
-                # The inputs are stored below, once the session's regex scripts are known.
-                floor = await self.timeline.open_floor(target.id, [])
-                # One unit of work moves the new floor to generating, adds its first page
-                # and reads everything the turn needs.
+                # One unit of work reads the session, its branches and assets, stores the
+                # inputs (once the session's regex scripts are known) on a new floor that is
+                # already generating with its page 1, and reads everything the turn needs.
                 async with self.storage.unit_of_work() as uow:
-                    if not await uow.floors.compare_and_set(
-                        floor.id, expected="draft", state="generating"
-                    ):
-                        raise StaleStateError(f"floor {floor.seq} left draft before generating")
-                    page = await uow.pages.add(floor_id=floor.id, number=1, meta={})
-                    generating = replace(floor, state="generating")
-                    session = await uow.sessions.get(ids.session_id)
+                    session, branches = await uow.sessions.get_with_branches(ids.session_id)
+                    current = next((b for b in branches if b.id == target.id), None)
+                    if current is None:
+                        raise TimelineNotFoundError(f"branch {branch!r} no longer exists")
                     assets = await load_assets(uow, session)
                     inputs = [stored_input(m, assets.scripts) for m in inputs]
-                    await uow.messages.add(floor_id=floor.id, page_id=None, messages=inputs)
-                    await link_inputs(uow, session.id, floor, inputs)
+                    new = await open_generating(uow, current, branches, inputs)
+                    opened = True
                     read = await read_turn(
-                        uow, session=session, floor=generating, mode="respond", assets=assets
+                        uow,
+                        session=session,
+                        floor=new.floor,
+                        mode="respond",
+                        assets=assets,
+                        branches=branches,
                     )
-                floor = generating
+                floor, page = new.floor, new.page
+                self._emit("floor.created", branch_id=target.id, floor=floor.seq)
                 self._emit("floor.stateChanged", floor_id=floor.id, state="generating")
                 for message in inputs:
                     self._emit(
@@ -110,11 +111,25 @@ class TurnOps(ServiceBase):
                         role="user",
                         text=message.raw,
                     )
+                known = PageContext(
+                    page=page, floor=floor, branch=current, realm_id=session.realm_id
+                )
                 return await self._run(
-                    key, ids, target, floor, page, "respond", on_text, read=read
+                    key, ids, target, floor, page, "respond", on_text, read=read, known=known
                 )
             except BaseException as exc:
+                if floor is None and opened and isinstance(exc, Exception):
+                    # The unit that opened the floor rolled back after opening it: keep a
+                    # failed floor as a record of the turn, as a separate unit would have.
+                    floor = await self._record_failed_open(target.id)
                 raise await self._failed(floor, page, exc) from exc
+
+    async def _record_failed_open(self, branch_id: int) -> Floor | None:
+        try:
+            return await self.timeline.open_floor(branch_id, [])
+        except EngineError:
+            log.exception("could not record the failed turn")
+            return None
 
     async def regenerate(
         self, key: SessionKey, branch: str, *, on_text: OnText | None = None
@@ -163,6 +178,7 @@ class TurnOps(ServiceBase):
         *,
         read: TurnRead | None = None,
         previous_text: str = "",
+        known: PageContext | None = None,
     ) -> ReplyView:
         if read is None:
             async with self.storage.unit_of_work() as uow:
@@ -221,7 +237,7 @@ class TurnOps(ServiceBase):
             role="assistant", raw=generated.raw, display=generated.display, speaker_name=character
         )
         await self.timeline.commit_page(
-            page.id, messages=[reply], writes=generated.writes, meta=generated.meta
+            page.id, messages=[reply], writes=generated.writes, meta=generated.meta, known=known
         )
         self._emit("message.appended", **where, role="assistant", text=generated.display)
         if self.memory is not None and view is not None and "memory_agent" in stages:
@@ -362,22 +378,3 @@ def check_inputs(inputs: Sequence[NewMessage]) -> None:
             limit="MAX_INPUTS_PER_FLOOR",
             value=MAX_INPUTS_PER_FLOOR,
         )
-
-
-async def link_inputs(
-    uow: UnitOfWork, session_id: int, floor: Floor, inputs: Sequence[NewMessage]
-) -> None:
-    """Map each input's platform message to its floor (as ``TimelineService.open_floor``
-    does for the inputs it stores)."""
-    for message in inputs:
-        if message.platform_ref is not None:
-            await uow.links.put(
-                PlatformLink(
-                    session_id=session_id,
-                    platform_ref=message.platform_ref,
-                    branch_id=floor.branch_id,
-                    floor_id=floor.id,
-                    page_id=None,
-                    role="user",
-                )
-            )
