@@ -19,6 +19,9 @@ FloorState = Literal["draft", "generating", "committed", "failed"]
 PageStatus = Literal["pending", "committed", "failed"]
 MessageRole = Literal["user", "assistant", "system", "narrator"]
 AssetKind = Literal["card", "preset", "worldbook", "regex"]
+InternalAssetKind = Literal["profile", "persona"]
+"""Realm assets the engine keeps for itself (LLM profiles, personas), never listed to users."""
+StoredAssetKind = Literal["card", "preset", "worldbook", "regex", "profile", "persona"]
 LinkRole = Literal["user", "assistant"]
 
 MAIN_BRANCH: Final = "main"
@@ -26,6 +29,8 @@ FLOOR_STATES: Final[tuple[FloorState, ...]] = ("draft", "generating", "committed
 PAGE_STATUSES: Final[tuple[PageStatus, ...]] = ("pending", "committed", "failed")
 MESSAGE_ROLES: Final[tuple[MessageRole, ...]] = ("user", "assistant", "system", "narrator")
 ASSET_KINDS: Final[tuple[AssetKind, ...]] = ("card", "preset", "worldbook", "regex")
+INTERNAL_ASSET_KINDS: Final[tuple[InternalAssetKind, ...]] = ("profile", "persona")
+STORED_ASSET_KINDS: Final[tuple[StoredAssetKind, ...]] = (*ASSET_KINDS, *INTERNAL_ASSET_KINDS)
 
 # Names are shown in commands and used as Discord/Telegram ids; bounded so a row stays small.
 MAX_NAME_LENGTH: Final = 200

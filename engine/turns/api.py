@@ -19,7 +19,12 @@ from typing import Any, Literal, Protocol
 Scope = Literal["page", "floor", "branch", "chat", "global"]
 AssetKind = Literal["card", "preset", "worldbook", "regex", "chat"]
 MacroMode = Literal["read_only", "full", "off"]
+ReplyPolicy = Literal["every_message", "mention", "quiet_period"]
+MemoryKindName = Literal["fact", "summary", "open_loop"]
 MAIN_BRANCH = "main"
+REPLY_POLICIES: tuple[ReplyPolicy, ...] = ("every_message", "mention", "quiet_period")
+MEMORY_LIST_LIMIT = 20
+"""Memories :meth:`RoleplayService.memories` returns when no limit is given."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,6 +89,12 @@ class SessionInfo:
     branches: tuple[BranchInfo, ...]
     prompt_mode: str = "compat_strict"
     macro_mode: MacroMode = "read_only"
+    reply_policy: ReplyPolicy | None = None
+    """None: the front end's default (Discord channels wait for a quiet period)."""
+    closed: bool = False
+    """``/tavern stop`` closed it: turns are refused until ``open_session`` reopens it."""
+    current_branch: str = MAIN_BRANCH
+    """The branch a chat without threads or topics plays on (Telegram ``/branch``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,6 +125,17 @@ class PlatformRef:
     floor: int
     page: int | None
     role: Literal["user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryView:
+    """One long-term memory as ``/memory`` shows it; ``id`` is what ``forget_memory`` takes."""
+
+    id: str
+    kind: MemoryKindName
+    text: str
+    scope: Scope
+    importance: float
 
 
 OnText = Callable[[str], Awaitable[None]]
@@ -199,9 +221,10 @@ class RoleplayService(Protocol):
         ...
 
     async def import_asset(
-        self, key: SessionKey, kind: AssetKind, filename: str, data: bytes
+        self, key: SessionKey, kind: AssetKind, filename: str, data: bytes, *, bind: bool = True
     ) -> ImportSummary:
-        """Import a SillyTavern file into the session's realm and bind it to the session."""
+        """Import a SillyTavern file into the session's realm and (``bind``) bind it to the
+        session; ``bind=False`` only stores it in the realm (a chat always gets its branch)."""
         ...
 
     async def preview(self, key: SessionKey, branch: str, text: str) -> str:
@@ -218,4 +241,68 @@ class RoleplayService(Protocol):
 
     async def reset(self, key: SessionKey) -> None:
         """Start the session over on a fresh main branch (old floors stay, hidden)."""
+        ...
+
+    # ---------------------------------------------------------------- front-end operations
+
+    async def set_persona(
+        self, key: SessionKey, user_id: str, name: str, description: str
+    ) -> None:
+        """Set the persona ``user_id`` plays in the realm of ``key`` (all its sessions)."""
+        ...
+
+    async def persona(self, key: SessionKey, user_id: str) -> tuple[str, str] | None:
+        """``(name, description)`` of ``user_id``'s persona in the realm of ``key``, if set."""
+        ...
+
+    async def clear_persona(self, key: SessionKey, user_id: str) -> None:
+        """Drop ``user_id``'s persona in the realm of ``key``; NotFoundError if none."""
+        ...
+
+    async def memories(
+        self,
+        key: SessionKey,
+        branch: str,
+        *,
+        query: str | None = None,
+        limit: int = MEMORY_LIST_LIMIT,
+    ) -> list[MemoryView]:
+        """The memories the head of ``branch`` sees (``query``: the best matches first)."""
+        ...
+
+    async def forget_memory(self, key: SessionKey, memory_id: str) -> None:
+        """Forget one memory of this session or its realm; NotFoundError for any other id."""
+        ...
+
+    async def list_assets(self, key: SessionKey, kind: AssetKind) -> list[str]:
+        """Names of the realm's assets of ``kind`` (cards, presets, world books, regex sets)."""
+        ...
+
+    async def bind_asset(self, key: SessionKey, kind: AssetKind, name: str) -> SessionInfo:
+        """Use a realm asset in the session: set the character or preset, attach a world book
+        or regex set. NotFoundError when the realm has no such asset."""
+        ...
+
+    async def unbind_asset(self, key: SessionKey, kind: AssetKind, name: str) -> SessionInfo:
+        """Stop using an asset in the session (the asset stays in the realm)."""
+        ...
+
+    async def current_branch(self, key: SessionKey) -> str:
+        """The branch the session plays on when the platform does not say (``main``)."""
+        ...
+
+    async def set_current_branch(self, key: SessionKey, branch: str) -> None:
+        """Switch the session's current branch (persisted); NotFoundError if it is unknown."""
+        ...
+
+    async def set_session_option(self, key: SessionKey, name: str, value: str) -> SessionInfo:
+        """Set ``reply_policy``, ``macro_mode`` or ``prompt_mode`` (validated)."""
+        ...
+
+    async def close_session(self, key: SessionKey) -> None:
+        """Close the session (kept, marked closed): turns are refused until it is reopened."""
+        ...
+
+    async def floor_speakers(self, key: SessionKey, branch: str, floor: int) -> list[Speaker]:
+        """Who wrote the input of a floor (first message first, each speaker once)."""
         ...

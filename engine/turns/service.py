@@ -12,8 +12,12 @@ Any failure fails the page (and a new floor with it), drops the staged writes an
 :class:`~engine.errors.EngineError` for the front end; the branch takes the next message.
 One turn at a time per branch (:class:`~engine.turns.locks.BranchLocks`). The service is put
 together from :mod:`engine.turns.turn_ops` (turns and swipes), :mod:`engine.turns.session_ops`
-(sessions, branches, variables, links, assets, profiles) and :mod:`engine.turns.base`; imports,
-exports and dry runs live in :mod:`engine.turns.transfer`.
+(sessions, branches, variables, links, assets, profiles), :mod:`engine.turns.front_ops`
+(personas, memory, asset binding, current branch, options, closing) and
+:mod:`engine.turns.base`; imports, exports and dry runs live in :mod:`engine.turns.transfer`.
+
+A closed session refuses turns (:class:`~engine.turns.front_ops.SessionClosedError`), and a
+speaker with a persona in the realm is named by it (their ``{{user}}``) on the floor they write.
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ from engine.timeline.values import MAIN_BRANCH, Floor
 from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
 from engine.turns.base import MAX_INPUT_CHARS, MEMORY_RECENT_LINES, SystemClock
 from engine.turns.errors import NothingToDoError
+from engine.turns.front_ops import FrontEndOps
 from engine.turns.greeting import greet
-from engine.turns.session_ops import SessionOps
 from engine.turns.turn_ops import TurnOps
 
 INTERRUPTED_DRAFT = "interrupted: the process stopped before this floor was generated"
@@ -36,8 +40,37 @@ INTERRUPTED_DRAFT = "interrupted: the process stopped before this floor was gene
 __all__ = ["MAX_INPUT_CHARS", "MEMORY_RECENT_LINES", "SystemClock", "TavernService"]
 
 
-class TavernService(TurnOps, SessionOps):
+class TavernService(TurnOps, FrontEndOps):
     """The turn workflow and everything else a front end asks for (see the module doc)."""
+
+    async def respond(
+        self,
+        key: SessionKey,
+        branch: str,
+        lines: Sequence[UserLine],
+        *,
+        on_text: OnText | None = None,
+    ) -> ReplyView:
+        """Record ``lines`` as one new floor (speakers named by their personas), generate and
+        commit the reply; refused while the session is closed."""
+        ids = await self._session(key)
+        await self._refuse_closed(key, ids)
+        lines = await self._as_personas(ids, lines)
+        return await super().respond(key, branch, lines, on_text=on_text)
+
+    async def regenerate(
+        self, key: SessionKey, branch: str, *, on_text: OnText | None = None
+    ) -> ReplyView:
+        """Add a page to the branch's latest floor; refused while the session is closed."""
+        await self._refuse_closed(key, await self._session(key))
+        return await super().regenerate(key, branch, on_text=on_text)
+
+    async def continue_reply(
+        self, key: SessionKey, branch: str, *, on_text: OnText | None = None
+    ) -> ReplyView:
+        """Extend the latest reply on a new page; refused while the session is closed."""
+        await self._refuse_closed(key, await self._session(key))
+        return await super().continue_reply(key, branch, on_text=on_text)
 
     async def start(self, *, only: SessionKey | None = None) -> list[Floor]:
         """Recover from a crash: floors left draft or generating and pages left pending fail

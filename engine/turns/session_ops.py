@@ -4,17 +4,19 @@ history, variables, platform links, imports and exports, previews, reset and LLM
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from engine.errors import ConfigurationError, NotFoundError
 from engine.macros import evaluate
 from engine.prompt.macro_port import macro_context
 from engine.timeline.values import MAIN_BRANCH, Branch, Floor
 from engine.turns.api import (
+    REPLY_POLICIES,
     AssetKind,
     BranchInfo,
     ImportSummary,
     PlatformRef,
+    ReplyPolicy,
     ReplyView,
     Scope,
     SessionInfo,
@@ -69,6 +71,7 @@ class SessionOps(ServiceBase):
                     )
                 )
         s = session.settings
+        policy = _POLICIES.get(s.reply_policy or "")
         return SessionInfo(
             key=key,
             character=s.character,
@@ -77,6 +80,9 @@ class SessionOps(ServiceBase):
             branches=tuple(infos),
             prompt_mode=s.prompt_mode,
             macro_mode=s.macro_mode if s.macro_mode in ("full", "off") else "read_only",  # type: ignore[arg-type]
+            reply_policy=policy,
+            closed=bool(s.extra.get("closed")),
+            current_branch=str(s.extra.get("current_branch") or MAIN_BRANCH),
         )
 
     async def configure(self, key: SessionKey, **changes: Any) -> SessionInfo:
@@ -153,7 +159,7 @@ class SessionOps(ServiceBase):
         ids = await self._session(key)
         target = await self._branch(ids.session_id, ref.branch)
         async with self.storage.unit_of_work() as uow:
-            floor, page_id = await _locate(uow, target, ref.floor, ref.page)
+            floor, page_id = await locate_floor(uow, target, ref.floor, ref.page)
         await self.history_service.link_message(
             ids.session_id, platform_ref, floor_id=floor.id, page_id=page_id, role=ref.role
         )
@@ -179,13 +185,16 @@ class SessionOps(ServiceBase):
         await self.history_service.hide_message(ids.session_id, platform_ref)
 
     async def import_asset(
-        self, key: SessionKey, kind: AssetKind, filename: str, data: bytes
+        self, key: SessionKey, kind: AssetKind, filename: str, data: bytes, *, bind: bool = True
     ) -> ImportSummary:
-        """Import a SillyTavern file into the session's realm and bind it to the session."""
+        """Import a SillyTavern file into the session's realm and (``bind``) bind it to the
+        session; ``bind=False`` stores it in the realm only (a chat always gets its branch)."""
         from engine.turns.transfer import import_asset
 
         ids = await self._session(key)
-        return await import_asset(self, key, ids.session_id, ids.realm_id, kind, filename, data)
+        return await import_asset(
+            self, key, ids.session_id, ids.realm_id, kind, filename, data, bind=bind
+        )
 
     async def preview(self, key: SessionKey, branch: str, text: str) -> str:
         """Evaluate macros in ``text`` (preview phase: no write persists)."""
@@ -233,6 +242,7 @@ class SessionOps(ServiceBase):
                 names = list(await uow.variables.values("branch", target.id))
             for name in names:
                 await self.variables_service.delete(target.id, "branch", name)
+        await self._update(ids.session_id, current_branch=MAIN_BRANCH)
         self._emit("session.reset", session=key.key)
 
     async def save_profile(
@@ -280,7 +290,7 @@ def _console_user(key: SessionKey) -> str:
     return "User"
 
 
-async def _locate(
+async def locate_floor(
     uow: Any, branch: Branch, seq: int, page: int | None
 ) -> tuple[Floor, int | None]:
     """The floor ``seq`` the branch sees (committed, or its own open floor) and the id of
@@ -304,13 +314,18 @@ async def _locate(
     raise NotFoundError(f"floor {seq} of branch {branch.name!r} has no page {page}")
 
 
+_POLICIES: Final[dict[str, ReplyPolicy]] = {p: p for p in REPLY_POLICIES}
+SESSION_OPTIONS: Final[Mapping[str, tuple[str, ...]]] = {
+    "reply_policy": REPLY_POLICIES,
+    "macro_mode": ("read_only", "full", "off"),
+    "prompt_mode": ("compat_strict", "compat_plus", "native"),
+}
+"""The options ``set_session_option`` changes, and the values each takes."""
+
+
 def check_settings(changes: Mapping[str, Any]) -> None:
     """Refuse session settings the turn workflow cannot work with."""
-    allowed = {
-        "prompt_mode": ("compat_strict", "compat_plus", "native"),
-        "macro_mode": ("read_only", "full", "off"),
-    }
-    for name, values in allowed.items():
+    for name, values in SESSION_OPTIONS.items():
         if name in changes and changes[name] not in values:
             raise ConfigurationError(
                 f"session setting {name} must be one of {', '.join(values)}, not {changes[name]!r}"

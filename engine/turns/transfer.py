@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Final
@@ -35,6 +36,12 @@ MAX_IMPORT_FLOORS: Final = 5_000
 """A chat import creates at most this many floors."""
 EXPORT_PAGE: Final = 500
 """Floors read per unit of work while exporting."""
+AVATAR_KEY: Final = "tavernbot_avatar_png"
+"""Top-level key of a stored card holding its picture (a PNG without card chunks, base64);
+the same key the command-line import uses, so ``export card`` writes a PNG again."""
+ST_CHAT_SETTING: Final = "st_chat"
+"""Session setting with the header of an imported SillyTavern chat (user and character names,
+``chat_metadata``), written back by the export."""
 
 
 async def import_asset(
@@ -45,15 +52,22 @@ async def import_asset(
     kind: AssetKind,
     filename: str,
     data: bytes,
+    *,
+    bind: bool = True,
 ) -> ImportSummary:
-    """Validate, store and bind one SillyTavern file."""
+    """Validate and store one SillyTavern file; ``bind``: use it in the session as well."""
     stem = PurePath(filename).stem or filename
     session = await service._settings(session_id)
     settings = session.settings
     if kind == "card":
         card = parse_card(data, source=filename)
-        await service.assets.put(realm_id, "card", card.name, dict(card.raw))
-        await service._update(session_id, character=card.name)
+        stored: dict[str, Any] = dict(card.raw)
+        stored.pop(AVATAR_KEY, None)
+        if card.avatar is not None:
+            stored[AVATAR_KEY] = base64.b64encode(card.avatar).decode("ascii")
+        await service.assets.put(realm_id, "card", card.name, stored)
+        if bind:
+            await service._update(session_id, character=card.name)
         details: dict[str, Any] = {
             "book_entries": _count_entries(card.character_book),
             "greetings": 1 + len(card.alternate_greetings),
@@ -63,14 +77,15 @@ async def import_asset(
         obj = load_object(data, source=filename)
         preset = parse_preset(obj, source=filename)
         await service.assets.put(realm_id, "preset", stem, obj)
-        await service._update(session_id, preset=stem)
+        if bind:
+            await service._update(session_id, preset=stem)
         return ImportSummary(kind="preset", name=stem, details={"prompts": len(preset.prompts)})
     if kind == "worldbook":
         obj = load_object(data, source=filename)
         book = parse_worldbook(obj, source=filename, name=stem)
         await service.assets.put(realm_id, "worldbook", stem, obj)
         books = [*settings.worldbooks, stem] if stem not in settings.worldbooks else None
-        if books is not None:
+        if bind and books is not None:
             await service._update(session_id, worldbooks=books)
         return ImportSummary(kind="worldbook", name=stem, details={"entries": len(book.entries)})
     if kind == "regex":
@@ -78,7 +93,7 @@ async def import_asset(
         scripts = parse_regex_scripts(value, source=filename)
         items = value if isinstance(value, list) else [value]
         await service.assets.put(realm_id, "regex", stem, {"scripts": items})
-        if stem not in settings.regex_sets:
+        if bind and stem not in settings.regex_sets:
             await service._update(session_id, regex_sets=[*settings.regex_sets, stem])
         return ImportSummary(kind="regex", name=stem, details={"scripts": len(scripts)})
     if kind == "chat":
@@ -183,8 +198,25 @@ async def export_chat(service: ServiceBase, session_id: int, branch: Branch) -> 
                 )
             )
         first = last + 1
-    log = ChatLog(user_name=user_name, character_name=char_name, entries=tuple(entries))
+    session = await service._settings(session_id)
+    header = session.settings.extra.get(ST_CHAT_SETTING)
+    if isinstance(header, Mapping):
+        # An imported SillyTavern chat: its names and metadata go back as they came.
+        metadata = header.get("chat_metadata")
+        log = ChatLog(
+            user_name=_text_or(header.get("user_name"), user_name),
+            character_name=_text_or(header.get("character_name"), char_name),
+            chat_metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
+            header=dict(header),
+            entries=tuple(entries),
+        )
+    else:
+        log = ChatLog(user_name=user_name, character_name=char_name, entries=tuple(entries))
     return chat_to_jsonl_bytes(log)
+
+
+def _text_or(value: object, default: str | None) -> str | None:
+    return value if isinstance(value, str) and value else default
 
 
 def _entry(message: Message, *, is_user: bool) -> ChatEntry:

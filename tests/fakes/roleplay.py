@@ -5,6 +5,9 @@ deterministic reply (``"<character>: I hear you, <speaker>. You said: <text>"``,
 chunks), so Discord, Telegram and console tests can check what a front end does with the service
 without a database or a model. Tests may set ``reply_for`` to script replies, ``fail_next`` to
 make the next generation fail, and read ``calls`` to see what the front end asked for.
+
+The front-end operations (personas, memory, asset binding, current branch, options, closing,
+floor speakers) behave as the engine's do; tests put memories in with :meth:`remember`.
 """
 
 from __future__ import annotations
@@ -14,18 +17,27 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import GenerationError, InvalidTransitionError, NotFoundError
+from engine.errors import (
+    ConfigurationError,
+    GenerationError,
+    InvalidTransitionError,
+    NotFoundError,
+)
 from engine.turns.api import (
     MAIN_BRANCH,
+    MEMORY_LIST_LIMIT,
+    REPLY_POLICIES,
     AssetKind,
     BranchInfo,
     ImportSummary,
+    MemoryView,
     OnText,
     PlatformRef,
     ReplyView,
     Scope,
     SessionInfo,
     SessionKey,
+    Speaker,
     UserLine,
     VariableWrite,
 )
@@ -58,6 +70,12 @@ class _Session:
     branches: dict[str, _Branch] = field(default_factory=dict)
     chat_vars: dict[str, Any] = field(default_factory=dict)
     links: dict[str, PlatformRef] = field(default_factory=dict)
+    preset: str | None = None
+    worldbooks: list[str] = field(default_factory=list)
+    regex_sets: list[str] = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
+    current_branch: str = MAIN_BRANCH
+    closed: bool = False
 
 
 class FakeRoleplayService:
@@ -71,6 +89,9 @@ class FakeRoleplayService:
         self.calls: list[tuple[str, Any]] = []
         self.reply_for: Callable[[str, Sequence[UserLine], int], str] | None = None
         self.fail_next = False
+        self.personas: dict[tuple[str, str], tuple[str, str]] = {}
+        self.memory: dict[str, tuple[str, MemoryView]] = {}
+        """Memory id -> (realm, memory); put memories in with :meth:`remember`."""
 
     # ------------------------------------------------------------------ helpers
     def _session(self, key: SessionKey) -> _Session:
@@ -145,15 +166,22 @@ class FakeRoleplayService:
             self.sessions[key] = session
         elif character is not None:
             session.character = character
+        session.closed = False
         return await self.session_info(key)
 
     async def session_info(self, key: SessionKey) -> SessionInfo:
         session = self._session(key)
+        policy = session.options.get("reply_policy")
         return SessionInfo(
             key=key,
             character=session.character,
-            preset=None,
-            worldbooks=(),
+            preset=session.preset,
+            worldbooks=tuple(session.worldbooks),
+            prompt_mode=session.options.get("prompt_mode", "compat_strict"),
+            macro_mode=session.options.get("macro_mode", "read_only"),  # type: ignore[arg-type]
+            reply_policy=policy,  # type: ignore[arg-type]
+            closed=session.closed,
+            current_branch=session.current_branch,
             branches=tuple(
                 BranchInfo(
                     name=b.name,
@@ -175,6 +203,8 @@ class FakeRoleplayService:
     ) -> ReplyView:
         self.calls.append(("respond", (key, branch, tuple(lines))))
         session = self._session(key)
+        self._refuse_closed(session)
+        lines = [self._as_persona(key, line) for line in lines]
         target = self._branch(key, branch)
         text = await self._generate(session, lines, 1, on_text)
         target.floors.append(_Floor(lines=list(lines), pages=[text], page_vars=[{}]))
@@ -185,6 +215,7 @@ class FakeRoleplayService:
     ) -> ReplyView:
         self.calls.append(("regenerate", (key, branch)))
         session = self._session(key)
+        self._refuse_closed(session)
         target = self._branch(key, branch)
         floors = self._lineage(session, target)
         if not floors:
@@ -320,7 +351,7 @@ class FakeRoleplayService:
             floors[ref.floor - 1].hidden = True
 
     async def import_asset(
-        self, key: SessionKey, kind: AssetKind, filename: str, data: bytes
+        self, key: SessionKey, kind: AssetKind, filename: str, data: bytes, *, bind: bool = True
     ) -> ImportSummary:
         self.calls.append(("import_asset", (key, kind, filename)))
         try:
@@ -331,8 +362,10 @@ class FakeRoleplayService:
             raise FormatError("not valid JSON", source=filename) from exc
         name = str(parsed.get("name") or filename) if isinstance(parsed, Mapping) else filename
         self.assets[(key.realm, kind, name)] = data
-        if kind == "card":
+        if bind and kind == "card":
             await self.open_session(key, character=name)
+        elif bind and kind != "chat" and key in self.sessions:
+            await self._bind(key, kind, name)
         return ImportSummary(kind=kind, name=name, details={"bytes": len(data)})
 
     async def preview(self, key: SessionKey, branch: str, text: str) -> str:
@@ -349,3 +382,143 @@ class FakeRoleplayService:
         self.calls.append(("reset", key))
         session = self._session(key)
         session.branches = {MAIN_BRANCH: _Branch(MAIN_BRANCH, None, None)}
+        session.current_branch = MAIN_BRANCH
+
+    # ------------------------------------------------------------------ front-end operations
+    def _refuse_closed(self, session: _Session) -> None:
+        if session.closed:
+            raise InvalidTransitionError(f"session {session.key.key} is closed")
+
+    def _as_persona(self, key: SessionKey, line: UserLine) -> UserLine:
+        persona = self.personas.get((key.realm, line.speaker.id))
+        if persona is None:
+            return line
+        speaker = Speaker(id=line.speaker.id, name=persona[0])
+        return UserLine(speaker=speaker, text=line.text, ref=line.ref)
+
+    def _check_kind(self, kind: str) -> None:
+        if kind not in ("card", "preset", "worldbook", "regex"):
+            raise ConfigurationError(f"{kind!r} is not a realm asset")
+
+    async def _bind(self, key: SessionKey, kind: AssetKind, name: str) -> SessionInfo:
+        self._check_kind(kind)
+        if (key.realm, kind, name) not in self.assets:
+            raise NotFoundError(f"realm {key.realm} has no {kind} named {name!r}")
+        session = self._session(key)
+        if kind == "card":
+            session.character = name
+        elif kind == "preset":
+            session.preset = name
+        else:
+            names = session.worldbooks if kind == "worldbook" else session.regex_sets
+            if name not in names:
+                names.append(name)
+        return await self.session_info(key)
+
+    def remember(self, realm: str, memory: MemoryView) -> None:
+        """Put a memory into ``realm`` (what the memory agent would have written)."""
+        self.memory[memory.id] = (realm, memory)
+
+
+class FullFakeRoleplayService(FakeRoleplayService):
+    """The fake with the front-end operations too (personas, memory, asset binding, current
+    branch, options, closing, floor speakers). The base class leaves them out so that tests of
+    a front end's fallback (the service does not offer a call yet) keep a service without."""
+
+    async def set_persona(
+        self, key: SessionKey, user_id: str, name: str, description: str = ""
+    ) -> None:
+        self.calls.append(("set_persona", (key, user_id, name, description)))
+        self._session(key)
+        if not name.strip():
+            raise ConfigurationError("a persona needs a name")
+        self.personas[(key.realm, user_id)] = (name.strip(), description.strip())
+
+    async def persona(self, key: SessionKey, user_id: str) -> tuple[str, str] | None:
+        return self.personas.get((key.realm, user_id))
+
+    async def clear_persona(self, key: SessionKey, user_id: str) -> None:
+        if self.personas.pop((key.realm, user_id), None) is None:
+            raise NotFoundError(f"user {user_id} has no persona in realm {key.realm}")
+
+    async def memories(
+        self,
+        key: SessionKey,
+        branch: str,
+        *,
+        query: str | None = None,
+        limit: int = MEMORY_LIST_LIMIT,
+    ) -> list[MemoryView]:
+        self._branch(key, branch)
+        found = [m for realm, m in self.memory.values() if realm == key.realm]
+        if query:
+            found = [m for m in found if query.lower() in m.text.lower()]
+        return found[: max(0, limit)]
+
+    async def forget_memory(self, key: SessionKey, memory_id: str) -> None:
+        self.calls.append(("forget_memory", (key, memory_id)))
+        entry = self.memory.get(memory_id)
+        if entry is None or entry[0] != key.realm:
+            raise NotFoundError(f"no memory {memory_id!r} in session {key.key}")
+        del self.memory[memory_id]
+
+    async def list_assets(self, key: SessionKey, kind: AssetKind) -> list[str]:
+        self._check_kind(kind)
+        return sorted(n for realm, k, n in self.assets if realm == key.realm and k == kind)
+
+    async def bind_asset(self, key: SessionKey, kind: AssetKind, name: str) -> SessionInfo:
+        self.calls.append(("bind_asset", (key, kind, name)))
+        return await self._bind(key, kind, name)
+
+    async def unbind_asset(self, key: SessionKey, kind: AssetKind, name: str) -> SessionInfo:
+        self.calls.append(("unbind_asset", (key, kind, name)))
+        self._check_kind(kind)
+        session = self._session(key)
+        if kind == "card" and session.character == name:
+            session.character = None
+        elif kind == "preset" and session.preset == name:
+            session.preset = None
+        elif kind in ("worldbook", "regex"):
+            names = session.worldbooks if kind == "worldbook" else session.regex_sets
+            if name not in names:
+                raise NotFoundError(f"session {key.key} does not use the {kind} {name!r}")
+            names.remove(name)
+        else:
+            raise NotFoundError(f"session {key.key} does not use the {kind} {name!r}")
+        return await self.session_info(key)
+
+    async def current_branch(self, key: SessionKey) -> str:
+        return self._session(key).current_branch
+
+    async def set_current_branch(self, key: SessionKey, branch: str) -> None:
+        self.calls.append(("set_current_branch", (key, branch)))
+        self._branch(key, branch)
+        self._session(key).current_branch = branch
+
+    async def set_session_option(self, key: SessionKey, name: str, value: str) -> SessionInfo:
+        self.calls.append(("set_session_option", (key, name, value)))
+        allowed = {
+            "reply_policy": REPLY_POLICIES,
+            "macro_mode": ("read_only", "full", "off"),
+            "prompt_mode": ("compat_strict", "compat_plus", "native"),
+        }
+        if name not in allowed:
+            raise ConfigurationError(f"unknown session option {name!r}")
+        if value not in allowed[name]:
+            raise ConfigurationError(f"session setting {name} must be one of {allowed[name]}")
+        self._session(key).options[name] = value
+        return await self.session_info(key)
+
+    async def close_session(self, key: SessionKey) -> None:
+        self.calls.append(("close_session", key))
+        self._session(key).closed = True
+
+    async def floor_speakers(self, key: SessionKey, branch: str, floor: int) -> list[Speaker]:
+        session = self._session(key)
+        floors = self._lineage(session, self._branch(key, branch))
+        if not 0 < floor <= len(floors):
+            raise NotFoundError(f"branch {branch!r} has no floor {floor}")
+        speakers: dict[str, Speaker] = {}
+        for line in floors[floor - 1].lines:
+            speakers.setdefault(line.speaker.id, line.speaker)
+        return list(speakers.values())
