@@ -2,7 +2,7 @@
 
 It reads input line by line (so it can be scripted through a pipe) and talks to the engine only
 through :class:`engine.turns.api.RoleplayService`. With ``jsonl=True`` every output is one JSON
-object per line (``reply``, ``vars``, ``error``, ``info``) for scripts and tests.
+object per line (``reply``, ``vars``, ``memories``, ``error``, ``info``) for scripts and tests.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from engine.turns.api import (
 SCOPES: tuple[str, ...] = get_args(Scope)
 HELP = (
     "commands: /regen, /swipe < | >, /fork N, /branches, /switch NAME, /vars [SCOPE], "
-    "/setvar NAME VALUE [SCOPE], /history, /dryrun [TEXT], /import FILE, /memory, /help, /quit"
+    "/setvar NAME VALUE [SCOPE], /history, /dryrun [TEXT], /import FILE, /memory [QUERY], "
+    "/forget ID, /help, /quit"
 )
 IMPORT_KINDS: dict[str, AssetKind] = {".png": "card", ".jsonl": "chat"}
 
@@ -57,6 +58,11 @@ class ConsoleFrontend:
         elif kind == "vars":
             body = json.dumps(fields["vars"], ensure_ascii=False, indent=2, sort_keys=True)
             self.out.write(f"[{fields['scope']}] {body}\n")
+        elif kind == "memories":
+            for item in fields["items"]:
+                self.out.write(f"  {item['id']} [{item['kind']}/{item['scope']}] {item['text']}\n")
+            if not fields["items"]:
+                self.out.write("* nothing remembered\n")
         elif kind == "error":
             self.out.write(f"! {fields['message']}\n")
         else:
@@ -159,10 +165,34 @@ class ConsoleFrontend:
             case "/import":
                 await self._import(args)
             case "/memory":
-                self._emit("error", message="memory is not available in this build yet")
+                await self._memory(args)
+            case "/forget":
+                await self._forget(args)
             case _:
                 self._emit("error", message=f"unknown command {name}; {HELP}")
         return True
+
+    async def _memory(self, args: list[str]) -> None:
+        query = " ".join(args) or None
+        found = await self.service.memories(self.key, self.branch, query=query)
+        items = [
+            {
+                "id": m.id,
+                "kind": m.kind,
+                "scope": m.scope,
+                "text": m.text,
+                "importance": m.importance,
+            }
+            for m in found
+        ]
+        self._emit("memories", query=query, items=items)
+
+    async def _forget(self, args: list[str]) -> None:
+        if len(args) != 1:
+            self._emit("error", message="usage: /forget ID (the id /memory shows)")
+            return
+        await self.service.forget_memory(self.key, args[0])
+        self._emit("info", message=f"forgot memory {args[0]}")
 
     async def _fork(self, args: list[str]) -> None:
         if len(args) != 1 or not args[0].isdigit():

@@ -294,7 +294,7 @@ class FrontEndOps(SessionOps):
 
     def _memory_or_refuse(self) -> MemoryService:
         if self.memory is None:
-            raise ConfigurationError("long-term memory is not enabled in this tavernbot")
+            raise ConfigurationError("memory is not enabled in this tavernbot (no memory service)")
         return self.memory
 
     # ----------------------------------------------------------------- speakers
