@@ -7,7 +7,10 @@
   message it is under.
 - The current branch of each private chat, persisted through the service as a link of the
   reserved platform reference ``CURRENT_BRANCH_REF`` (Telegram message ids are numbers, so it
-  never clashes); kept in memory as well, and only in memory if the service refuses the link.
+  never clashes) to a floor of that branch; kept in memory as well. A link names the branch that
+  owns its floor, so a new fork (no floor of its own yet) cannot be named by one: the link is
+  checked after writing, and until it names the branch it is written again after the branch's
+  next turn (a restart in between comes back on the branch the chat played before).
 - Group admin checks, cached for ``ADMIN_CACHE_S``; recently seen update ids.
 """
 
@@ -54,6 +57,7 @@ class ChatState:
         self._locks: dict[tuple[int, int | None], _Lock] = {}
         self._shown: dict[tuple[SessionKey, str], Shown] = {}
         self._branches: dict[SessionKey, str] = {}
+        self._persisted: dict[SessionKey, str] = {}
         self._admins: dict[tuple[int, int], tuple[bool, float]] = {}
         self._seen: OrderedDict[int, None] = OrderedDict()
         self.inbox = Inbox()
@@ -99,6 +103,7 @@ class ChatState:
         for entry in [k for k in self._shown if k[0] == key]:
             del self._shown[entry]
         self._branches.pop(key, None)
+        self._persisted.pop(key, None)
 
     # ----------------------------------------------------------------- current branch
     async def current_branch(self, key: SessionKey) -> str:
@@ -111,16 +116,33 @@ class ChatState:
             ref = None
         branch = ref.branch if ref is not None else MAIN_BRANCH
         self._branches[key] = branch
+        if ref is not None:
+            self._persisted[key] = branch
         return branch
 
-    async def switch_branch(self, key: SessionKey, branch: str) -> None:
-        """Make ``branch`` the chat's current branch, persisted through the service if it can."""
+    async def switch_branch(self, key: SessionKey, branch: str, head: int) -> None:
+        """Make ``branch`` (whose latest floor is ``head``, 0 if none) the chat's current
+        branch, persisted through the service when a link can name it."""
         self._branches[key] = branch
-        ref = PlatformRef(branch=branch, floor=0, page=None, role="user")
+        self._persisted.pop(key, None)
+        await self._persist(key, branch, head)
+
+    async def played(self, key: SessionKey, branch: str, floor: int) -> None:
+        """A turn committed ``floor`` on ``branch``: persist the chat's current branch if it
+        is this one and its link does not name it yet (once per switch)."""
+        if self._branches.get(key) == branch and self._persisted.get(key) != branch:
+            await self._persist(key, branch, floor)
+
+    async def _persist(self, key: SessionKey, branch: str, floor: int) -> None:
+        ref = PlatformRef(branch=branch, floor=floor, page=None, role="user")
         try:
             await self.service.link_message(key, CURRENT_BRANCH_REF, ref)
+            stored = await self.service.resolve_message(key, CURRENT_BRANCH_REF)
         except EngineError as exc:
-            log.warning("current branch of %s kept in memory only: %s", key, exc)
+            log.info("current branch of %s kept in memory for now: %s", key, exc)
+            return
+        if stored is not None and stored.branch == branch:
+            self._persisted[key] = branch
 
     # ----------------------------------------------------------------- admins
     def cached_admin(self, chat_id: int, user_id: int) -> bool | None:

@@ -53,6 +53,8 @@ class Turns:
             if line.ref is not None:
                 ref = PlatformRef(branch=where.branch, floor=view.floor, page=None, role="user")
                 await self.service.link_message(where.key, line.ref, ref)
+        if where.private:
+            await self.state.played(where.key, where.branch, view.floor)
         return view
 
     async def regenerate(

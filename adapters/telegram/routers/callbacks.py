@@ -1,7 +1,9 @@
 """Inline buttons: ◀️ ▶️ swipe, 🔄 regenerates, the page counter, and branch switching.
 
 ▶️ on the last page regenerates, as in SillyTavern. The page counter of the pressed keyboard
-tells which page the message shows, so buttons keep working after a restart.
+tells which page the message shows, so buttons keep working after a restart; a keyboard left
+under an older reply (the adapter forgets where it put keyboards when it restarts) is removed
+when pressed.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from adapters.telegram.keyboards import (
     BranchData,
     SwipeData,
 )
-from adapters.telegram.sender import Place
+from adapters.telegram.sender import Place, drop_keyboard
 from engine.errors import EngineError
 
 
@@ -58,6 +60,13 @@ def build(frontend: Frontend) -> Router:
             info=info,
         )
 
+    async def is_latest(where: Where, message_id: int) -> bool:
+        """Whether the message shows the branch's latest floor (unknown messages pass)."""
+        ref = await frontend.service.resolve_message(where.key, str(message_id))
+        heads = {b.name: b.floors for b in where.info.branches} if where.info else {}
+        head = heads.get(where.branch)
+        return ref is None or head is None or ref.floor >= head
+
     @router.callback_query(SwipeData.filter())
     async def on_swipe(query: CallbackQuery, callback_data: SwipeData, bot: Bot) -> None:
         message = query.message
@@ -75,6 +84,12 @@ def build(frontend: Frontend) -> Router:
         if callback_data.action == COUNT:
             shown = f"Page {counter[0]} of {counter[1]}." if counter else "One page."
             await query.answer(shown)
+            return
+        if not await is_latest(where, message.message_id):
+            # A keyboard left under an older reply (after a restart the adapter no longer
+            # knows where it was): only the branch's latest floor swipes, so it goes away.
+            await query.answer("Only the latest reply can be swiped.", show_alert=True)
+            await drop_keyboard(bot, message.chat.id, message.message_id)
             return
         await query.answer()
         try:
@@ -102,7 +117,9 @@ def build(frontend: Frontend) -> Router:
         if where is None or not where.private:
             await query.answer("Branches switch in private chats only.", show_alert=True)
             return
-        await frontend.state.switch_branch(where.key, callback_data.branch)
+        info = where.info
+        head = next((b.floors for b in info.branches if b.name == callback_data.branch), 0)
+        await frontend.state.switch_branch(where.key, callback_data.branch, head)
         await query.answer(f"Now on branch {callback_data.branch}.")
         history = await frontend.service.history(where.key, callback_data.branch, limit=1)
         if history:

@@ -273,7 +273,7 @@ def build(frontend: Frontend) -> Router:
         info = await service.session_info(where.key)
         name = f"b{len(info.branches) + 1}"
         created = await service.fork(where.key, source, after_floor=after, name=name)
-        await frontend.state.switch_branch(where.key, created.name)
+        await frontend.state.switch_branch(where.key, created.name, created.floors)
         at = f"after floor {created.fork_floor}" if created.fork_floor is not None else "here"
         await reply(
             message,
@@ -302,7 +302,9 @@ def build(frontend: Frontend) -> Router:
         frontend.state.forget(where.key)
         frontend.resolver.forget(where.key)
         if where.private:
-            await frontend.state.switch_branch(where.key, MAIN_BRANCH)
+            info = await service.session_info(where.key)
+            head = next((b.floors for b in info.branches if b.name == MAIN_BRANCH), 0)
+            await frontend.state.switch_branch(where.key, MAIN_BRANCH, head)
         await reply(message, bot, "The story starts over (the old floors are kept, hidden).")
 
     @command("export")
