@@ -43,6 +43,15 @@ def session_key(guild_id: int | None, channel_id: int, user_id: int = 0) -> Sess
     return SessionKey(platform=PLATFORM, realm=realm_of(guild_id, user_id), key=str(channel_id))
 
 
+def library_key(realm: str) -> SessionKey:
+    """The realm's library session: imports made outside a bound channel go through it.
+
+    Its key is not a channel id, so no channel ever plays in it; the files it imports land in
+    the realm like any other (cards, presets and world books belong to the realm).
+    """
+    return SessionKey(platform=PLATFORM, realm=realm, key=f"library:{realm}")
+
+
 def branch_name(thread_id: int | None) -> str:
     """A thread's branch name is its id; the channel itself is the main branch."""
     return MAIN_BRANCH if thread_id is None else str(thread_id)

@@ -70,6 +70,7 @@ class Events:
             return
         me = self.client.user
         mentioned = me is not None and any(u.id == me.id for u in message.mentions)
+        await self.personas.load(place.key, [str(message.author.id)])
         line = line_of(message, self.personas.names(place.key.realm))
         self.collector.add(
             place,

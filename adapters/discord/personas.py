@@ -1,16 +1,20 @@
 """Per-user personas per realm: the name a human plays under (``{{user}}`` for their lines).
 
-The service has no persona call yet, so names are kept here (in memory, per realm) and applied
-to each speaker; when the service offers ``set_persona`` it is called as well, so the engine can
-use the description.
+Names are cached here per realm and applied to each speaker. When the service keeps personas
+(``set_persona`` / ``persona``), ``/persona set`` stores them there too, and a user not seen
+since the bot started is looked up once, so personas survive restarts; without those calls
+they last as long as the process.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from engine.turns.api import RoleplayService, SessionKey
 
 MAX_PERSONA_NAME = 64
 MAX_PERSONA_DESCRIPTION = 2_000
+MAX_LOOKED_UP = 100_000  # (realm, user) pairs asked of the service; forgotten past this
 
 
 class Personas:
@@ -20,10 +24,29 @@ class Personas:
         self.service = service
         self._names: dict[str, dict[str, str]] = {}
         self._descriptions: dict[tuple[str, str], str] = {}
+        self._looked_up: set[tuple[str, str]] = set()
 
     def names(self, realm: str) -> dict[str, str]:
         """User id -> persona name in ``realm``."""
         return self._names.get(realm, {})
+
+    async def load(self, key: SessionKey, user_ids: Iterable[str]) -> None:
+        """Ask the service (once per user and realm) for personas not cached yet."""
+        getter = getattr(self.service, "persona", None)
+        if getter is None:
+            return
+        for user_id in user_ids:
+            where = (key.realm, user_id)
+            if where in self._looked_up or user_id in self._names.get(key.realm, {}):
+                continue
+            if len(self._looked_up) >= MAX_LOOKED_UP:
+                self._looked_up.clear()
+            self._looked_up.add(where)
+            found = await getter(key, user_id)
+            if found is not None:
+                name, description = found
+                self._names.setdefault(key.realm, {})[user_id] = name
+                self._descriptions[where] = description
 
     def describe(self, realm: str, user_id: str) -> tuple[str, str] | None:
         """The persona of ``user_id`` in ``realm`` as (name, description)."""

@@ -32,6 +32,11 @@ class _Pending:
     timer: asyncio.Task[None] | None = None
 
 
+def _order(line: UserLine) -> int | None:
+    """A line's place in time: its message id (None for a line without one: it goes last)."""
+    return int(line.ref) if line.ref is not None and line.ref.isdigit() else None
+
+
 class Collector:
     """Collects lines per place and hands each finished floor to ``flush``."""
 
@@ -63,7 +68,15 @@ class Collector:
     ) -> None:
         """Take one line under ``policy``."""
         entry = self._pending.setdefault(place, _Pending())
-        entry.lines.append(line)
+        # Handlers of messages that arrived together may finish out of order (each awaits the
+        # service): keep the lines in the order people sent them (message ids grow in time).
+        order, at = _order(line), len(entry.lines)
+        while order is not None and at > 0:
+            before = _order(entry.lines[at - 1])
+            if before is None or before < order:
+                break
+            at -= 1
+        entry.lines.insert(at, line)
         if (
             policy == "every_message"
             or (policy == "mention" and mentioned)

@@ -1,9 +1,10 @@
 """Which channels are bound to a session, and which threads are branches of it.
 
 A channel is bound when its session exists in the service (``/tavern start``, the config, or an
-earlier run) and was not stopped here. Answers are cached so that an unbound channel costs one
-service call, not one per message. A thread becomes its branch on first use: a thread opened on
-a bot reply forks after that reply's floor, any other thread forks after the latest floor.
+earlier run) and was not stopped (here, or for good when the service marks sessions closed).
+Answers are cached so that an unbound channel costs one service call, not one per message. A
+thread becomes its branch on first use: a thread opened on a bot reply forks after that reply's
+floor, any other thread forks after the latest floor.
 """
 
 from __future__ import annotations
@@ -50,10 +51,12 @@ class Sessions:
     def _remember(self, info: SessionInfo) -> Binding:
         if len(self._bound) > MAX_CACHED_SESSIONS:
             self._bound.clear()
+        # A service that stores the reply policy has the last word (it survives restarts).
+        stored: ReplyPolicy | None = getattr(info, "reply_policy", None)
         binding = Binding(
             key=info.key,
             character=info.character,
-            policy=self._policies.get(info.key, self.default_policy),
+            policy=stored or self._policies.get(info.key, self.default_policy),
             branches={b.name for b in info.branches},
         )
         self._bound[info.key] = binding
@@ -70,6 +73,10 @@ class Sessions:
         except NotFoundError:
             self._bound[key] = None
             return None
+        if getattr(info, "closed", False):
+            # Stopped with /tavern stop (in this run or an earlier one): the data stays.
+            self._bound[key] = None
+            return None
         return self._remember(info)
 
     async def bind(
@@ -81,6 +88,9 @@ class Sessions:
             if policy is not None:
                 self._policies[key] = policy
             info = await self.service.open_session(key, character=character)
+            setter = getattr(self.service, "set_session_option", None)
+            if policy is not None and setter is not None:
+                info = await setter(key, "reply_policy", policy)
             return self._remember(info)
 
     def unbind(self, key: SessionKey) -> None:

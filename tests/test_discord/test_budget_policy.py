@@ -137,3 +137,14 @@ async def test_pending_lines_are_bounded() -> None:
     await _settle(tasks)
     assert [len(f) for f in recorder.floors] == [MAX_PENDING_LINES]
     await tasks.close()
+
+
+async def test_lines_keep_the_order_they_were_sent_in() -> None:
+    # Message handlers may finish out of order; message ids say who spoke first.
+    tasks, recorder = TaskOwner("t"), Recorder()
+    collector = Collector(recorder.flush, tasks)
+    for who, ref in (("ben", "20"), ("ann", "10"), ("cat", "30")):
+        collector.add(PLACE, _line(who, who, ref), policy="mention", quiet_s=0)
+    collector.add(PLACE, _line("eve", "bot?", "15"), policy="mention", quiet_s=0, mentioned=True)
+    await _settle(tasks)
+    assert [[ln.speaker.id for ln in f] for f in recorder.floors] == [["ann", "eve", "ben", "cat"]]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from adapters.discord.convert import session_key
+from adapters.discord.convert import library_key, session_key
 from engine.turns.api import AssetKind, OnText, ReplyView, SessionKey, UserLine
 from tests.fakes.discord import FakeDiscord
 from tests.test_discord.conftest import PacedService, Starter, World, bind
@@ -227,8 +227,11 @@ async def test_importing_into_an_unbound_channel_does_not_start_playing(
     await fake.say(world.other, world.alice, "hello?")
     await fake.wait_idle(quiet=0.3)
     assert service.respond_calls() == []
+    # It went through the guild's library session, never opening #other's.
+    library = library_key(str(world.guild.id))
+    assert ("import_asset", (library, "card", "aqua.json")) in service.calls
     key = session_key(world.guild.id, world.other.id)
-    assert ("import_asset", (key, "card", "aqua.json")) in service.calls
+    assert key not in service.sessions
 
 
 async def test_stop_keeps_the_story_and_start_resumes_it(

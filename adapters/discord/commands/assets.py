@@ -24,6 +24,7 @@ from adapters.discord.commands.context import (
     require_game_master,
 )
 from adapters.discord.commands.guard import guard
+from adapters.discord.convert import library_key
 from engine.turns.api import AssetKind
 
 if TYPE_CHECKING:
@@ -43,15 +44,16 @@ async def _import(
     await interaction.response.defer(ephemeral=True, thinking=True)
     data = await file.read()
     was_bound = await runner.sessions.binding(place.key) is not None
+    # In a bound channel the file is imported through its session (and used there). Elsewhere
+    # it goes through the realm's library session: importing must not start playing in this
+    # channel, and the service imports only through a session (it binds the file to it).
+    target = place.key if was_bound else library_key(place.key.realm)
     if not was_bound:
-        # The service imports through a session; importing must not start playing here.
-        await runner.service.open_session(place.key)
-    summary = await runner.service.import_asset(place.key, kind, file.filename, data)
+        await runner.service.open_session(target)
+    summary = await runner.service.import_asset(target, kind, file.filename, data)
     runner.catalogue.add(place.key.realm, kind, summary.name)
     if was_bound:
         runner.sessions.forget(place.key)
-    else:
-        runner.sessions.unbind(place.key)
     details = ", ".join(f"{k}: {v}" for k, v in summary.details.items())
     await answer(
         interaction, f"Imported {kind} **{summary.name}**" + (f" ({details})" if details else "")

@@ -138,6 +138,7 @@ def build_persona(runner: DiscordRunner) -> app_commands.Group:
     async def show(interaction: discord.Interaction) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
+            await runner.personas.load(place.key, [str(interaction.user.id)])
             found = runner.personas.describe(place.key.realm, str(interaction.user.id))
             if found is None:
                 await answer(interaction, "No persona: you play under your display name.")

@@ -35,6 +35,7 @@ UNKNOWN_WEBHOOK = 10015
 UNKNOWN_INTERACTION = 10062
 ALREADY_ACKNOWLEDGED = 40060
 MAX_CONTENT = 2000
+MAX_HISTORY_PAGE = 100  # Discord serves at most 100 messages per history request
 
 
 def error(status: int, code: int, message: str) -> Result:
@@ -60,6 +61,7 @@ class Rest:
                 True,
             ),
             ("POST", r"/channels/(?P<c>\d+)/messages", self.create_message, True),
+            ("GET", r"/channels/(?P<c>\d+)/messages", self.channel_history, True),
             ("GET", r"/channels/(?P<c>\d+)/messages/(?P<m>\d+)", self.get_message, True),
             ("PATCH", r"/channels/(?P<c>\d+)/messages/(?P<m>\d+)", self.edit_message, True),
             ("DELETE", r"/channels/(?P<c>\d+)/messages/(?P<m>\d+)", self.delete_message, True),
@@ -198,6 +200,31 @@ class Rest:
         )
         await self.s.store_and_echo(data)
         return 200, data
+
+    async def channel_history(self, req: Request, p: dict[str, str]) -> Result:
+        """Messages of a channel, newest first (``before``/``after`` ids, ``limit`` 1-100)."""
+        if self._channel(p["c"]) is None:
+            return error(404, UNKNOWN_CHANNEL, "Unknown Channel")
+        try:
+            limit = int(req.query.get("limit", "50"))
+        except ValueError:
+            return error(400, 50035, "Invalid Form Body: limit")
+        if not 1 <= limit <= MAX_HISTORY_PAGE:
+            return error(400, 50035, "Invalid Form Body: limit must be 1-100")
+        before = int(req.query.get("before") or 0) or None
+        after = int(req.query.get("after") or 0)
+        found = sorted(
+            (
+                m
+                for m in self.s.messages.values()
+                if m["channel_id"] == p["c"]
+                and (before is None or int(m["id"]) < before)
+                and int(m["id"]) > after
+            ),
+            key=lambda m: int(m["id"]),
+            reverse=True,
+        )
+        return 200, found[:limit]
 
     async def get_message(self, req: Request, p: dict[str, str]) -> Result:
         data = self.s.messages.get(int(p["m"]))
