@@ -246,7 +246,7 @@ class RoleplayService(Protocol):
     # ---------------------------------------------------------------- front-end operations
 
     async def set_persona(
-        self, key: SessionKey, user_id: str, name: str, description: str
+        self, key: SessionKey, user_id: str, name: str, description: str = ""
     ) -> None:
         """Set the persona ``user_id`` plays in the realm of ``key`` (all its sessions)."""
         ...
