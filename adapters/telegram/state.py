@@ -5,7 +5,8 @@
 - The latest reply shown per branch (its message ids), to move the swipe keyboard and to edit
   the reply in place on a swipe. Kept in memory: after a restart the keyboard still works on the
   message it is under.
-- The current branch of each private chat, persisted through the service as a link of the
+- The current branch of each private chat, kept by the service (``set_current_branch``) when
+  it offers that; otherwise persisted through the service as a link of the
   reserved platform reference ``CURRENT_BRANCH_REF`` (Telegram message ids are numbers, so it
   never clashes) to a floor of that branch; kept in memory as well. A link names the branch that
   owns its floor, so a new fork (no floor of its own yet) cannot be named by one: the link is
@@ -106,10 +107,23 @@ class ChatState:
         self._persisted.pop(key, None)
 
     # ----------------------------------------------------------------- current branch
+    @property
+    def _native_branches(self) -> bool:
+        """Whether the service stores the current branch itself (``set_current_branch``)."""
+        return callable(getattr(self.service, "set_current_branch", None))
+
     async def current_branch(self, key: SessionKey) -> str:
         """The branch a private chat plays on (``main`` until it switches)."""
         if key in self._branches:
             return self._branches[key]
+        if self._native_branches:
+            try:
+                branch = await self.service.current_branch(key)
+            except EngineError as exc:
+                log.warning("current branch of %s unknown, playing on main: %s", key, exc)
+                branch = MAIN_BRANCH
+            self._branches[key] = self._persisted[key] = branch
+            return branch
         try:
             ref = await self.service.resolve_message(key, CURRENT_BRANCH_REF)
         except EngineError:
@@ -125,6 +139,14 @@ class ChatState:
         branch, persisted through the service when a link can name it."""
         self._branches[key] = branch
         self._persisted.pop(key, None)
+        if self._native_branches:
+            try:
+                await self.service.set_current_branch(key, branch)
+            except EngineError as exc:
+                log.warning("current branch of %s kept in memory only: %s", key, exc)
+            else:
+                self._persisted[key] = branch
+            return
         await self._persist(key, branch, head)
 
     async def played(self, key: SessionKey, branch: str, floor: int) -> None:

@@ -18,10 +18,12 @@ from typing import Any
 
 import pytest
 
-from adapters.llm import ChatModelPool
+from adapters.llm import ChatModelPool, OfflineChatModel
 from adapters.storage import SqlStorage, open_storage
 from adapters.telegram.config import TelegramConfig
 from adapters.telegram.runner import TelegramRunner
+from bot.scheduler import build_memory_service
+from engine.ports import ChatModel
 from engine.turns.api import MAIN_BRANCH, SessionKey
 from engine.turns.profiles import LLMProfile, NoSecretCipher
 from engine.turns.service import TavernService
@@ -119,23 +121,38 @@ class RealHarness:
         values.update(overrides)
         return TelegramConfig(**values)
 
-    async def boot(self, **overrides: Any) -> TelegramRunner:
-        """Open storage, the model pool and the service on the database file; start a runner."""
+    async def boot(
+        self, *, offline: bool = False, memory: bool = False, **overrides: Any
+    ) -> TelegramRunner:
+        """Open storage, the model pool and the service on the database file; start a runner.
+
+        ``offline``: every slot answers with the offline provider instead of the fake OpenAI
+        server; ``memory``: long-term memory is on (as ``tavernbot run`` builds it)."""
         self.storage = await open_storage(self.db_url)
         self.pool = ChatModelPool()
         pool = self.pool
         profile = LLMProfile(
             id="environment",
-            provider="openai",
-            base_url=self.llm.base_url,
-            model="fake-model",
+            provider="offline" if offline else "openai",
+            base_url=None if offline else self.llm.base_url,
+            model="offline" if offline else "fake-model",
             timeout_s=10.0,
             max_retries=0,
         )
+        quiet = OfflineChatModel(announce=False)
+
+        def model_for(p: LLMProfile) -> ChatModel:
+            return quiet if offline else pool.for_profile(p, NoSecretCipher(), {})
+
         self.service = TavernService(
             self.storage,
-            model_for=lambda p: pool.for_profile(p, NoSecretCipher(), {}),
+            model_for=model_for,
             default_profile=profile,
+            memory=(
+                build_memory_service(self.storage, model=None, model_name=profile.model)
+                if memory
+                else None
+            ),
         )
         await self.service.start()
         self.runner = TelegramRunner(self.service, self.config(**overrides), sleep=self._sleep)

@@ -60,7 +60,7 @@ async def test_character_preset_worldbook_persona_memory(harness: Harness, chat)
     assert "Preset: none" in await _ask(harness, chat, "/preset", "Preset")
     assert "World books: none" in await _ask(harness, chat, "/worldbook", "World books")
     assert "You play as Alice" in await _ask(harness, chat, "/persona", "play as")
-    assert "not available yet" in await _ask(harness, chat, "/memory", "Memory")
+    assert "not available" in await _ask(harness, chat, "/memory", "Memory")
 
 
 async def test_regen_adds_a_page(harness: Harness, chat) -> None:

@@ -55,7 +55,7 @@ async def test_each_command_works_on_the_real_engine(real: RealHarness) -> None:
     assert "none" in await real.ask(chat, ann, "/preset", "Preset")
     assert "none" in await real.ask(chat, ann, "/worldbook", "World books")
     assert "Ann" in await real.ask(chat, ann, "/persona", "You play as")
-    assert await real.ask(chat, ann, "/memory", "Memory")
+    assert "memory is not enabled" in await real.ask(chat, ann, "/memory", "⚠️")
     preview = await real.ask(chat, ann, "/preview mood is {{getvar::mood}}", "mood is")
     assert preview == "mood is 5"
     dry = await real.ask(chat, ann, "/dryrun What now?", "Prompt for this message")
@@ -181,3 +181,45 @@ async def test_two_chats_never_see_each_others_variables(real: RealHarness) -> N
     await real.reply_to(room_b, bob, "What do you know?")
     prompt = " ".join(str(m.get("content")) for m in llm.chat_requests[-1].messages)
     assert "swordfish" not in prompt and "Noted, Ann." not in prompt
+
+
+async def test_persona_names_the_player_in_the_prompt(real: RealHarness) -> None:
+    tg, llm = real.tg, real.llm
+    ann = tg.new_user("Ann")
+    chat = tg.private_chat(ann)
+    assert "/persona Name | description" in await real.ask(chat, ann, "/persona", "You play")
+    set_reply = await real.ask(chat, ann, "/persona Lady Ann | A knight errant", "Persona")
+    assert set_reply == "Persona set: you play as Lady Ann in this chat."
+    shown = await real.ask(chat, ann, "/persona", "You play")
+    assert shown == "You play as Lady Ann ({{user}}).\nA knight errant"
+    await real.reply_to(chat, ann, "I draw my sword")
+    prompt = " ".join(str(m.get("content")) for m in llm.chat_requests[-1].messages)
+    assert "Lady Ann" in prompt
+    assert "again" in await real.ask(chat, ann, "/persona clear", "Persona dropped")
+    assert "/persona Name" in await real.ask(chat, ann, "/persona", "You play")
+    # a persona is per person: another chat's player is not renamed
+    bob = tg.new_user("Bob")
+    other = tg.private_chat(bob)
+    assert "Lady Ann" not in await real.ask(other, bob, "/persona", "You play")
+
+
+async def test_memory_lists_what_the_story_remembers(real: RealHarness) -> None:
+    tg = real.tg
+    ann = tg.new_user("Ann")
+    chat = tg.private_chat(ann)
+    refused = await real.ask(chat, ann, "/memory", "⚠️")
+    assert "memory is not enabled" in refused
+    await real.restart(offline=True, memory=True)
+    await real.ask(chat, ann, "/start", "Session ready")
+    await real.svc.configure(
+        telegram_key(chat), prompt_mode="compat_plus", slots=["narrator", "memory"]
+    )
+    assert "No memories yet" in await real.ask(chat, ann, "/memory", "No memories")
+    reply = await real.reply_to(chat, ann, "The key is under the blue stone")
+    assert "You said: The key is under the blue stone" in (reply.text or "")
+    await real.svc.drain(10.0)  # the memory agent runs after the commit
+    listing = await real.ask(chat, ann, "/memory", "Memories")
+    assert listing.startswith("Memories (newest first, branch main):\n• [")
+    assert "blue stone" in listing
+    found = await real.ask(chat, ann, "/memory blue stone", "Memories")
+    assert "matching 'blue stone'" in found and "blue stone" in found.split("\n", 1)[1]

@@ -34,6 +34,8 @@ from engine.turns.api import MAIN_BRANCH, Scope
 SCOPES: tuple[str, ...] = get_args(Scope)
 DRYRUN_PREVIEW_CHARS = 200
 """How much of each prompt message ``/dryrun`` shows."""
+MEMORY_SHOWN = 20
+"""How many memories one ``/memory`` answer lists."""
 
 COMMANDS: dict[str, str] = {
     "start": "Start or bind the role-play session",
@@ -44,8 +46,8 @@ COMMANDS: dict[str, str] = {
     "character": "Show the character (send a card file to change it)",
     "preset": "Show the preset (send a preset file to change it)",
     "worldbook": "Show the world books (send one as a file to add it)",
-    "persona": "Show who you are in the story",
-    "memory": "Show what the story remembers",
+    "persona": "Who you are: /persona [Name | description] or /persona clear",
+    "memory": "What the story remembers: /memory [search words]",
     "regen": "Regenerate the latest reply",
     "branch": "Reply to a message with /branch to fork the story there",
     "branches": "List branches and switch between them",
@@ -241,17 +243,55 @@ def build(frontend: Frontend) -> Router:
 
     @command("persona")
     async def persona(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
-        name = message.from_user.full_name if message.from_user else "you"
-        await reply(
-            message,
-            bot,
-            f"You play as {name} ({{{{user}}}}). Setting a persona "
-            "description is not available yet.",
-        )
+        user = message.from_user
+        fallback = user.full_name if user else "you"
+        if user is None or not callable(getattr(service, "set_persona", None)):
+            await reply(
+                message,
+                bot,
+                f"You play as {fallback} ({{{{user}}}}). Setting a persona description is "
+                "not available with this engine.",
+            )
+            return
+        args = (cmd.args or "").strip()
+        user_id = str(user.id)
+        if not args:
+            found = await service.persona(where.key, user_id)
+            if found is None:
+                await reply(
+                    message,
+                    bot,
+                    f"You play as {fallback} ({{{{user}}}}). Set a persona with "
+                    "/persona Name | description, drop it with /persona clear.",
+                )
+                return
+            name, description = found
+            about = f"\n{description}" if description else ""
+            await reply(message, bot, f"You play as {name} ({{{{user}}}}).{about}")
+            return
+        if args.lower() == "clear":
+            await service.clear_persona(where.key, user_id)
+            await reply(message, bot, f"Persona dropped: you play as {fallback} again.")
+            return
+        name, _, description = args.partition("|")
+        await service.set_persona(where.key, user_id, name.strip(), description.strip())
+        await reply(message, bot, f"Persona set: you play as {name.strip()} in this chat.")
 
     @command("memory")
     async def memory(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
-        await reply(message, bot, "Memory inspection is not available yet on Telegram.")
+        if not callable(getattr(service, "memories", None)):
+            await reply(message, bot, "Memory inspection is not available with this engine.")
+            return
+        query = (cmd.args or "").strip() or None
+        found = await service.memories(where.key, where.branch, query=query, limit=MEMORY_SHOWN)
+        if not found:
+            await reply(message, bot, f"No memories yet (branch {where.branch}).")
+            return
+        lines = [f"• [{m.kind}, {m.scope}, {m.importance:.1f}] {_shown(m.text)}" for m in found]
+        title = f"matching {query!r}" if query else "newest first"
+        await reply(
+            message, bot, f"Memories ({title}, branch {where.branch}):\n" + "\n".join(lines)
+        )
 
     @command("regen")
     async def regen(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
