@@ -62,6 +62,10 @@ class Sessions:
         self._bound[info.key] = binding
         return binding
 
+    def is_bound(self, key: SessionKey) -> bool:
+        """Whether ``key`` is known to be bound (from the cache only: no service call)."""
+        return key not in self._stopped and self._bound.get(key) is not None
+
     async def binding(self, key: SessionKey) -> Binding | None:
         """The binding of a session key, or None when the channel is not bound."""
         if key in self._stopped:
