@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlalchemy import insert, text  # noqa: E402
+from sqlalchemy import event, insert, text  # noqa: E402
 
 from adapters.llm import OfflineChatModel  # noqa: E402
 from adapters.storage import open_storage  # noqa: E402
@@ -171,6 +171,19 @@ async def main() -> int:
                 took = time.perf_counter() - start
                 if i >= WARMUP:
                     times[name].append(took)
+        # Statements of one more turn and one more plain insert (after the timed runs, so
+        # counting costs them nothing).
+        counts = {"plain": 0, "small": 0}
+
+        def count(*_args: Any) -> None:
+            counts[current] += 1
+
+        event.listen(storage.engine.sync_engine, "before_cursor_execute", count)
+        current = "plain"
+        await _plain(storage, plain_branch.id, WARMUP + TURNS + 1)
+        current = "small"
+        await service.respond(keys[SMALL], "main", [UserLine(speaker=ANN, text="one more")])
+        event.remove(storage.engine.sync_engine, "before_cursor_execute", count)
         await storage.close()
     med = {k: statistics.median(v) * 1000 for k, v in times.items()}
     overhead = med["small"] / med["plain"]
@@ -178,6 +191,7 @@ async def main() -> int:
     print(f"plain INSERTs of a turn's rows: {med['plain']:.2f} ms (median of {TURNS})")
     print(f"respond, {SMALL} floors before:     {med['small']:.2f} ms")
     print(f"respond, {LARGE} floors before:  {med['large']:.2f} ms")
+    print(f"SQL statements (BEGIN included): plain {counts['plain']}, respond {counts['small']}")
     print(f"overhead vs plain INSERTs: {overhead:.2f}x (target <= {OVERHEAD_TARGET}x)")
     print(f"{LARGE} vs {SMALL} floors:      {flat:.2f}x (target <= {FLAT_TARGET}x)")
     ok = overhead <= OVERHEAD_TARGET and flat <= FLAT_TARGET

@@ -8,6 +8,7 @@ could not be taken becomes :class:`engine.errors.ConflictError` at this edge.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
@@ -19,7 +20,7 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
 )
 
-from adapters.storage.database import READ_ONLY_OPTION
+from adapters.storage.database import READ_ONLY_OPTION, SQLITE_BUSY_TIMEOUT_MS
 from adapters.storage.timeline_repos import (
     SqlAssets,
     SqlBranches,
@@ -66,14 +67,35 @@ class SqlStorage:
             expire_on_commit=False,
             autoflush=False,
         )
+        # SQLite has one writer at a time. Writers of this process queue here, in order,
+        # instead of in SQLite's busy handler (which polls with sleeps of up to 100 ms);
+        # other processes still meet the busy timeout.
+        self._writer = asyncio.Lock() if engine.dialect.name == "sqlite" else None
 
     def unit_of_work(self) -> AbstractAsyncContextManager[SqlUnitOfWork]:
         """A fresh unit of work; see the module docstring."""
-        return self._open(self._sessions)
+        if self._writer is None:
+            return self._open(self._sessions)
+        return self._queued(self._writer)
 
     def read(self) -> AbstractAsyncContextManager[SqlUnitOfWork]:
         """A unit of work for reads only (no write lock on SQLite)."""
         return self._open(self._readers)
+
+    @asynccontextmanager
+    async def _queued(self, writer: asyncio.Lock) -> AsyncIterator[SqlUnitOfWork]:
+        try:
+            async with asyncio.timeout(SQLITE_BUSY_TIMEOUT_MS / 1000):
+                await writer.acquire()
+        except TimeoutError as exc:
+            raise ConflictError(
+                f"storage is busy, try again: no write turn within {SQLITE_BUSY_TIMEOUT_MS} ms"
+            ) from exc
+        try:
+            async with self._open(self._sessions) as uow:
+                yield uow
+        finally:
+            writer.release()
 
     @asynccontextmanager
     async def _open(
