@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from adapters.discord.convert import Place, place_of
+from adapters.discord.convert import Place, library_key, place_of
 from adapters.discord.sessions import Binding
+from engine.errors import NotFoundError
 from engine.turns.api import AssetKind, SessionKey
 
 if TYPE_CHECKING:
@@ -127,7 +128,14 @@ class Catalogue:
         lister = getattr(self.runner.service, "list_assets", None)
         found = set(self._names.get((key.realm, kind), set()))
         if lister is not None:
-            found.update(await lister(key, kind))
+            # The service addresses the realm through a session: the channel's when it has
+            # one, else the realm's library session (imports made outside bound channels).
+            for via in (key, library_key(key.realm)):
+                try:
+                    found.update(await lister(via, kind))
+                    break
+                except NotFoundError:
+                    continue
         return sorted(found)
 
 

@@ -22,6 +22,7 @@ from adapters.discord.commands.context import (
     show_value,
 )
 from adapters.discord.commands.guard import guard
+from engine.errors import EngineError
 
 if TYPE_CHECKING:
     from adapters.discord.runner import DiscordRunner
@@ -38,7 +39,10 @@ def build_vars(runner: DiscordRunner) -> app_commands.Group:
         place = place_of_interaction(interaction)
         if await runner.sessions.binding(place.key) is None:
             return []
-        found = await service.variables(place.key, place.branch)
+        try:
+            found = await service.variables(place.key, place.branch)
+        except EngineError:  # e.g. a thread whose branch is made on its first message
+            return []
         return choices(sorted(found), current)
 
     @group.command(name="list", description="Show the variables (merged view, or one scope)")
