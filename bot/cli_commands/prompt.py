@@ -13,6 +13,7 @@ import importlib
 import json
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from engine.prompt.budget import EstimateCounter, TokenCounter
 from engine.prompt.inputs import AssemblyInput, CharacterFields, HistoryLine, ListHistory
 from engine.prompt.ir import MODES
 from engine.prompt.macro_port import EngineMacros, macro_context
-from engine.prompt.regex_run import apply_scripts
+from engine.prompt.regex_port import ScriptRegex
 from engine.prompt.wi_sources import BookSource
 
 # A dry run reads whole files into memory; refuse anything absurdly large.
@@ -154,19 +155,15 @@ def build_result(args: argparse.Namespace) -> tuple[AssemblyResult, EngineMacros
             BookSource(book=parse_worldbook(data, source=str(path), name=path.stem), kind="chat")
         )
     scripts = _scripts(args.regex, preset, card, card_source)
-    regex_warnings: list[str] = []
-
-    def regex(text: str, *, placement: int, depth: int | None) -> str:
-        run = apply_scripts(text, scripts, placement=placement, channel="prompt", depth=depth)
-        regex_warnings.extend(f"{w.script_name}: {w.message}" for w in run.warnings)
-        return run.text
-
     lines = read_history(args.history, user_name=args.user) if args.history else []
-    character = CharacterFields.from_card(card)
+    # SillyTavern's world entries filter characters by the card's file name.
+    character = replace(CharacterFields.from_card(card), avatar=args.card.name)
     context = macro_context(
         character, user_name=args.user, recent=lines, user_input=args.message, chat_id=card_source
     )
     macros = EngineMacros(context, phase="dry_run", trace=True)
+    # Scripts see the same macros as the prompt ({{char}} in a replacement, substituteRegex).
+    regex = ScriptRegex(scripts, macros)
     inp = AssemblyInput(
         preset=preset,
         character=character,
@@ -179,7 +176,8 @@ def build_result(args: argparse.Namespace) -> tuple[AssemblyResult, EngineMacros
         dry_run=True,
     )
     result = assemble(inp, macros=macros, regex=regex, tokens=_token_counter(preset))
-    return result, macros, list(dict.fromkeys(regex_warnings))
+    # Each message already names its script.
+    return result, macros, regex.messages
 
 
 def report(
@@ -198,7 +196,7 @@ def report(
         },
         "budget": result.ir.budget.to_json(),
         "timed_world_info": result.timed_state.to_json(),
-        "warnings": list(result.ir.warnings) + [f"regex {w}" for w in regex_warnings],
+        "warnings": list(result.ir.warnings) + regex_warnings,
     }
 
 
@@ -223,4 +221,6 @@ def dry_run(args: argparse.Namespace, out: Any = None) -> int:
         f"=== {len(data['messages'])} messages, {budget['total_tokens']} of "
         f"{budget['available']} tokens; {len(data['world_info'])} world entries\n"
     )
+    for warning in data["warnings"]:
+        stream.write(f"warning: {warning}\n")
     return 0

@@ -9,10 +9,11 @@ while they fit. The history is read lazily, so only the part that fits is ever l
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from engine.formats.preset import NAMES_COMPLETION, NAMES_CONTENT, NAMES_DEFAULT
+from engine.formats.regex_scripts import RegexScript
 from engine.prompt.budget import REPLY_PRIMING_TOKENS, Budget, EstimateCounter, TokenCounter
 from engine.prompt.compat import plan_compat
 from engine.prompt.examples import split_example_block
@@ -30,6 +31,7 @@ from engine.prompt.ir import BudgetReport, IRMessage, PromptIR
 from engine.prompt.native import PromptGraph, plan_native
 from engine.prompt.plan import Plan
 from engine.prompt.prepare import Prepared, prepare
+from engine.prompt.regex_port import ScriptRegex
 from engine.prompt.wi_output import WorldInfoResult
 from engine.prompt.wi_timed import TimedState
 
@@ -53,17 +55,29 @@ def assemble(
     *,
     macros: MacroRenderer | None = None,
     regex: PromptRegex = no_regex,
+    scripts: Sequence[RegexScript] | None = None,
     tokens: TokenCounter | None = None,
     graph: PromptGraph | None = None,
 ) -> AssemblyResult:
     """Assemble the prompt for one generation. ``macros`` expands macros (raw text when
     ``None``), ``regex`` runs the prompt-channel regex scripts, ``tokens`` counts tokens (a
     length estimate when ``None``), ``graph`` is the native prompt graph (built from the preset
-    when ``None``)."""
+    when ``None``).
+
+    ``scripts`` (global, preset, then character) is the simpler way to give the regex scripts:
+    they then run through a :class:`~engine.prompt.regex_port.ScriptRegex` whose macros
+    ({{match}}-style replacements, trim strings, ``substituteRegex`` find patterns) are
+    expanded by ``macros``, and their warnings join the prompt's. It replaces ``regex``."""
+    renderer = macros or RawMacros()
+    script_regex = ScriptRegex(scripts, renderer) if scripts is not None else None
     counter = tokens or EstimateCounter()
-    prep = prepare(inp, macros or RawMacros(), regex, counter)
+    prep = prepare(inp, renderer, script_regex or regex, counter)
     plan = plan_native(prep, graph) if inp.mode == "native" else plan_compat(prep)
-    return _fill(prep, plan)
+    result = _fill(prep, plan)
+    if script_regex is not None and script_regex.warnings:
+        ir = replace(result.ir, warnings=result.ir.warnings + tuple(script_regex.messages))
+        result = replace(result, ir=ir)
+    return result
 
 
 def _fill(prep: Prepared, plan: Plan) -> AssemblyResult:

@@ -50,7 +50,7 @@ def marker_values(prep: Prepared) -> dict[str, Rendered]:
         return Rendered(text=value.text.join(pieces), sections=value.sections)
 
     persona = f["persona"]
-    in_prompt = prep.inp.persona.position == PERSONA_IN_PROMPT
+    in_prompt = prep.inp.persona.placement == PERSONA_IN_PROMPT
     return {
         "worldInfoBefore": Rendered(
             text=format_world_info(wi.before_text, preset.wi_format),

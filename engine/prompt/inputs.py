@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from engine.formats.cards import CharacterCard
 from engine.formats.preset import Preset
@@ -20,6 +20,7 @@ PLACEMENT_WORLD_INFO = 5
 
 # Persona description positions.
 PERSONA_IN_PROMPT = 0
+# Deprecated: SillyTavern migrates it to IN_PROMPT whenever a persona is loaded.
 PERSONA_AFTER_CHAR = 1
 PERSONA_TOP_AN = 2
 PERSONA_BOTTOM_AN = 3
@@ -45,11 +46,29 @@ class MacroRenderer(Protocol):
         ...
 
 
+@runtime_checkable
+class EscapingMacroRenderer(Protocol):
+    """A :class:`MacroRenderer` that can also escape every macro's value (needed for a regex
+    script's find pattern with ``substituteRegex`` = 2)."""
+
+    def render(self, text: str, *, source: str, env: Mapping[str, object] | None = None) -> str:
+        """The text with macros expanded."""
+        ...
+
+    def render_escaped(self, text: str, *, source: str, escape: Callable[[str], str]) -> str:
+        """The text with macros expanded, each value passed through ``escape``."""
+        ...
+
+
 class RawMacros:
     """A renderer that leaves text unchanged (no macro engine wired in)."""
 
     def render(self, text: str, *, source: str, env: Mapping[str, object] | None = None) -> str:
         """``text`` as is."""
+        return text
+
+    def render_escaped(self, text: str, *, source: str, escape: Callable[[str], str]) -> str:
+        """``text`` as is (there are no macro values to escape)."""
         return text
 
 
@@ -144,6 +163,9 @@ class CharacterFields:
     depth_prompt_depth: int = 4
     depth_prompt_role: Role = "system"
     tags: tuple[str, ...] = ()
+    # The card's file name (SillyTavern's avatar, e.g. "Seraphina.png"): world entries'
+    # character filters list file names without the extension. Empty: the name is used.
+    avatar: str = ""
 
     @classmethod
     def from_card(cls, card: CharacterCard) -> CharacterFields:
@@ -174,6 +196,12 @@ class Persona:
     position: int = PERSONA_IN_PROMPT
     depth: int = 2
     role: int = 0
+
+    @property
+    def placement(self) -> int:
+        """Where the description goes: ``position``, with the deprecated AFTER_CHAR read as
+        IN_PROMPT (SillyTavern rewrites it so when the persona is loaded)."""
+        return PERSONA_IN_PROMPT if self.position == PERSONA_AFTER_CHAR else self.position
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,7 +8,7 @@ with the source of the text that produced them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +61,21 @@ class EngineMacros:
     def render(self, text: str, *, source: str, env: Mapping[str, object] | None = None) -> str:
         """The text with macros expanded; ``env`` may carry ``original``, ``outlets`` and
         call-local values (such as ``lastChatMessage``)."""
+        return self._evaluate(text, source=source, env=env, escape=None)
+
+    def render_escaped(self, text: str, *, source: str, escape: Callable[[str], str]) -> str:
+        """The text with macros expanded and ``escape`` applied to each macro's value (a regex
+        script's find pattern with ``substituteRegex`` = 2 needs the values regex-escaped)."""
+        return self._evaluate(text, source=source, env=None, escape=escape)
+
+    def _evaluate(
+        self,
+        text: str,
+        *,
+        source: str,
+        env: Mapping[str, object] | None,
+        escape: Callable[[str], str] | None,
+    ) -> str:
         if not text:
             return text
         env = env or {}
@@ -75,6 +90,7 @@ class EngineMacros:
             phase=self.phase,
             original=original if isinstance(original, str) else None,
             dynamic_macros=dynamic or None,
+            post_process=escape,
             trace=self.trace,
             access=self.history_access if source.startswith("history.") else "full",
         )

@@ -146,7 +146,7 @@ def _scan(prep: Prepared, regex: PromptRegex, note_text: str) -> None:
         injections.append(note_text)
         if f["depth_prompt"].text:
             injections.append(f["depth_prompt"].text)
-    if inp.persona.position == PERSONA_AT_DEPTH and f["persona"].text:
+    if inp.persona.placement == PERSONA_AT_DEPTH and f["persona"].text:
         injections.append(f["persona"].text)
     window = CursorWindow(prep.cursor, include_names=inp.world_info.include_names)
     request = WorldInfoRequest(
@@ -156,6 +156,7 @@ def _scan(prep: Prepared, regex: PromptRegex, note_text: str) -> None:
         max_context=prep.max_context - prep.response_tokens,
         generation_type=inp.generation_type,
         character_name=inp.character.name,
+        character_avatar=inp.character.avatar,
         character_tags=inp.character.tags,
         sources=ScanSources(
             persona_description=f["persona"].text,
@@ -192,7 +193,7 @@ def _author_note(prep: Prepared, note_text: str) -> None:
     sections = [*_wi_sections(wi.an_top), section("author_note", "", note_text)]
     sections.extend(_wi_sections(wi.an_bottom))
     persona = prep.fields["persona"]
-    position = prep.inp.persona.position
+    position = prep.inp.persona.placement
     if persona.text and position == PERSONA_TOP_AN:
         text = f"{persona.text}\n{text}"
         sections[:0] = persona.sections
@@ -227,7 +228,7 @@ def _extensions(prep: Prepared) -> None:
                 sections=prep.note.sections,
             )
         )
-    if inp.persona.position == PERSONA_AT_DEPTH and f["persona"].text:
+    if inp.persona.placement == PERSONA_AT_DEPTH and f["persona"].text:
         out.append(
             ExtensionPrompt(
                 key="PERSONA_DESCRIPTION",

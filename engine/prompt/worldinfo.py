@@ -12,6 +12,7 @@ with the length of the chat.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -41,6 +42,8 @@ MAX_SCAN_PASSES = 1000
 # SillyTavern never scans more than this many messages.
 MAX_SCAN_MESSAGES = 1000
 
+_EXTENSION = re.compile(r"\.[^/.]+\Z")
+
 _NONE, _INITIAL, _RECURSION, _MIN_ACTIVATIONS = 0, 1, 2, 3
 
 TextHook = Callable[[str, str], str]
@@ -62,7 +65,9 @@ def _rough_tokens(text: str) -> int:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorldInfoRequest:
     """Everything one scan needs. ``max_context`` is the context minus the response tokens;
-    ``seed`` makes probability rolls and group picks repeatable."""
+    ``seed`` makes probability rolls and group picks repeatable. ``character_avatar`` is the
+    card's file name, which entries' character filters name (without the extension); when it
+    is empty the filters are compared with ``character_name``."""
 
     books: Sequence[BookSource]
     window: ScanWindow
@@ -70,6 +75,7 @@ class WorldInfoRequest:
     max_context: int = 4095 - 300
     generation_type: str = "normal"
     character_name: str = ""
+    character_avatar: str = ""
     character_tags: tuple[str, ...] = ()
     sources: ScanSources = field(default_factory=ScanSources)
     timed_state: TimedState = field(default_factory=TimedState)
@@ -164,6 +170,7 @@ class _Scan:
             request.window.length,
             dry_run=request.dry_run,
         )
+        self.filter_name = filter_name(request.character_avatar, request.character_name)
         self.skew = 0
         self.recurse: list[str] = []
         self._haystacks: dict[tuple[int, tuple[bool, ...], bool], Haystack] = {}
@@ -229,7 +236,7 @@ class _Scan:
         e = item.entry
         if e.triggers and self.req.generation_type not in e.triggers:
             return False
-        if not _character_allowed(e, self.req.character_name, self.req.character_tags):
+        if not _character_allowed(e, self.filter_name, self.req.character_tags):
             return False
         sticky = self.timed.is_active("sticky", item.key, e)
         if self.timed.is_active("delay", item.key, e):
@@ -271,6 +278,7 @@ class _Scan:
         failed: set[str] = set()
         activated: dict[str, tuple[_Entry, str]] = {}
         used_tokens = 0
+        all_activated_text = ""
         overflowed = False
         passes = 0
         while state:
@@ -303,6 +311,12 @@ class _Scan:
             )
             new = [by_key[c.key] for c in kept]
             rendered: dict[str, str] = {}
+            # SillyTavern counts the text as one string, not entry by entry: the recursion
+            # text of earlier passes, then this pass's contents joined with newlines (an
+            # entry dropped for the budget stays in that text). Tokenizers merge across the
+            # joins, so the sum of per-entry counts would differ.
+            base_tokens = self.count_tokens(all_activated_text) if all_activated_text else 0
+            new_content = ""
             for item in new:
                 e = item.entry
                 if overflowed and not e.ignore_budget:
@@ -314,11 +328,12 @@ class _Scan:
                     continue
                 content = self.render(item.content, f"world_info.{item.key}")
                 rendered[item.key] = content
-                cost = self.count_tokens(content + "\n")
-                if not e.ignore_budget and used_tokens + cost >= budget:
+                new_content += content + "\n"
+                counted = base_tokens + self.count_tokens(new_content)
+                if not e.ignore_budget and counted >= budget:
                     overflowed = True
                     continue
-                used_tokens += cost
+                used_tokens = counted
                 activated[item.key] = (item, content)
             ok = [i for i in new if i.key not in failed]
             ok_rec = [i for i in ok if not i.entry.prevent_recursion]
@@ -343,6 +358,7 @@ class _Scan:
                 text = "\n".join(rendered.get(i.key, i.content) for i in ok_rec)
                 if text:
                     self.recurse.append(text)
+                    all_activated_text = f"{text}\n{all_activated_text}"
         timed_state = self.timed.record({k: v[0].entry for k, v in activated.items()})
         return build_result(
             [(item.key, item.book, item.entry, content) for item, content in activated.values()],
@@ -363,6 +379,15 @@ class _Scan:
             self.options(entry),
             self.key_text,
         )
+
+
+def filter_name(avatar: str, name: str) -> str:
+    """What character filters compare: SillyTavern's avatar file name without its extension
+    (``Sera.png`` -> ``Sera``), or the character's name when no file name is known."""
+    if not avatar:
+        return name
+    # As SillyTavern strips it: the last ".xyz" that holds no "/" or ".".
+    return _EXTENSION.sub("", avatar)
 
 
 def _character_allowed(entry: WorldEntry, name: str, tags: tuple[str, ...]) -> bool:
@@ -389,6 +414,7 @@ __all__ = [
     "WorldInfoRequest",
     "WorldInfoResult",
     "WorldInfoSettings",
+    "filter_name",
     "scan_world_info",
     "sorted_entries",
 ]

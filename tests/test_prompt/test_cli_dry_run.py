@@ -109,3 +109,84 @@ def test_malformed_history_line(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     path.write_text('{"user_name": "A"}\n{"name": "A", "mes": 5}\n', encoding="utf-8")
     code, _, err = _run(capsys, "--card", CARD, "--history", str(path), "--message", "x")
     assert code == 1 and "chat.jsonl" in err and "line 2" in err
+
+
+def _regex_file(tmp_path: Path) -> str:
+    def script(name: str, find: str, replace: str, **kw: object) -> dict[str, object]:
+        return {
+            "id": name,
+            "scriptName": name,
+            "findRegex": find,
+            "replaceString": replace,
+            "placement": [1],
+            "promptOnly": True,
+            **kw,
+        }
+
+    scripts = [
+        script("Greet", "/hello/", "hello {{char}}"),
+        script("Trim", r"/\[(.+)\]/", "<$1>", trimStrings=["{{user}}: "]),
+        script("Raw", "/{{user}}/g", "U", substituteRegex=1),
+        script("Escaped", "/{{char}}/g", "C", substituteRegex=2),
+        script("Broken", "/(/", "x"),
+    ]
+    path = tmp_path / "scripts.json"
+    path.write_text(json.dumps(scripts), encoding="utf-8")
+    return str(path)
+
+
+def test_dry_run_regex_scripts_see_macros(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = _run(
+        capsys,
+        "--card",
+        CARD,
+        "--regex",
+        _regex_file(tmp_path),
+        "--user",
+        "A.n+",
+        "--message",
+        "hello [A.n+: hi] A.n+ Annn",
+        "--json",
+    )
+    assert code == 0
+    data = json.loads(out)
+    # Greet: "hello" -> "hello Seraphina"; Trim drops "A.n+: " from the capture; Raw's find
+    # is the pattern A.n+ (so "A.n" of the name and all of "Annn"); Escaped turns the
+    # character's name, inserted by Greet, into C.
+    assert data["messages"][-1]["content"] == "hello C <hi> U+ U"
+
+
+def test_dry_run_names_a_broken_script_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    regex = _regex_file(tmp_path)
+    code, out, _ = _run(capsys, "--card", CARD, "--regex", regex, "--message", "x", "--json")
+    found = [w for w in json.loads(out)["warnings"] if "Broken" in w]
+    assert code == 0 and len(found) == 1 and found[0].count("Broken") == 1
+    code, text, _ = _run(capsys, "--card", CARD, "--regex", regex, "--message", "x")
+    lines = [line for line in text.splitlines() if "Broken" in line]
+    assert code == 0 and len(lines) == 1 and lines[0].count("Broken") == 1
+
+
+def test_dry_run_filters_world_entries_by_card_file_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    def entry(uid: int, names: list[str]) -> dict[str, object]:
+        return {
+            "uid": uid,
+            "key": [],
+            "content": f"FOR-{uid}",
+            "constant": True,
+            "characterFilter": {"isExclude": False, "names": names, "tags": []},
+        }
+
+    path = tmp_path / "filtered.json"
+    book = {"entries": {"1": entry(1, [Path(CARD).stem]), "2": entry(2, ["Seraphina"])}}
+    path.write_text(json.dumps(book), encoding="utf-8")
+    code, out, _ = _run(
+        capsys, "--card", CARD, "--worldbook", str(path), "--message", "x", "--json"
+    )
+    contents = [e["content"] for e in json.loads(out)["world_info"]]
+    assert code == 0 and "FOR-1" in contents and "FOR-2" not in contents
