@@ -13,7 +13,6 @@ import importlib
 import json
 import sys
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +156,7 @@ def build_result(args: argparse.Namespace) -> tuple[AssemblyResult, EngineMacros
     scripts = _scripts(args.regex, preset, card, card_source)
     lines = read_history(args.history, user_name=args.user) if args.history else []
     # SillyTavern's world entries filter characters by the card's file name.
-    character = replace(CharacterFields.from_card(card), avatar=args.card.name)
+    character = CharacterFields.from_card(card, avatar=args.card.name)
     context = macro_context(
         character, user_name=args.user, recent=lines, user_input=args.message, chat_id=card_source
     )

@@ -168,8 +168,8 @@ class CharacterFields:
     avatar: str = ""
 
     @classmethod
-    def from_card(cls, card: CharacterCard) -> CharacterFields:
-        """The fields of an imported card."""
+    def from_card(cls, card: CharacterCard, *, avatar: str = "") -> CharacterFields:
+        """The fields of an imported card; ``avatar`` is its file name (see the field)."""
         depth = card.depth_prompt
         role = depth.role if depth is not None and depth.role in ROLE_BY_NUMBER else "system"
         return cls(
@@ -185,6 +185,7 @@ class CharacterFields:
             depth_prompt_depth=depth.depth if depth is not None else 4,
             depth_prompt_role=role,
             tags=card.tags,
+            avatar=avatar,
         )
 
 

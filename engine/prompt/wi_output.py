@@ -95,6 +95,8 @@ class WorldInfoResult:
     outlets: Mapping[str, tuple[ActivatedEntry, ...]] = field(default_factory=dict)
     timed_state: TimedState = field(default_factory=TimedState)
     budget: int = 0
+    # What the last admitted entry was measured at: SillyTavern's count of the recursion text
+    # of earlier passes plus its pass's contents joined with newlines.
     used_tokens: int = 0
     overflowed: bool = False
     passes: int = 0
