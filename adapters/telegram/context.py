@@ -40,12 +40,20 @@ class Resolver:
         self.service = service
         self.state = state
         self._known_branches: set[tuple[SessionKey, str]] = set()
+        self._opened: dict[SessionKey, SessionInfo] = {}
 
-    async def session(self, chat: Chat) -> SessionInfo | None:
-        """The chat's session: opened for private chats, None for a group not bound yet."""
+    async def session(self, chat: Chat, *, fresh: bool = False) -> SessionInfo | None:
+        """The chat's session: opened for private chats, None for a group not bound yet.
+
+        A private chat is opened once per process; later messages get that first answer
+        (its branch list may be old) unless ``fresh`` asks the service again."""
         key = session_key(chat)
         if is_private(chat):
-            return await self.service.open_session(key)
+            known = self._opened.get(key)
+            if known is not None and not fresh:
+                return known
+            info = self._opened[key] = await self.service.open_session(key)
+            return info
         try:
             return await self.service.session_info(key)
         except NotFoundError:

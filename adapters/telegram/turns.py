@@ -30,6 +30,7 @@ class Turns:
         self.service = service
         self.state = state
         self.config = config
+        self._service_links_inputs: bool | None = None
 
     def _speaker(self, where: Where) -> str | None:
         if where.private:
@@ -49,13 +50,25 @@ class Turns:
                 await writer.fail(f"The turn failed: {exc}")
                 return None
             await self._finish(bot, where, writer, view)
-        for line in lines:
-            if line.ref is not None:
-                ref = PlatformRef(branch=where.branch, floor=view.floor, page=None, role="user")
-                await self.service.link_message(where.key, line.ref, ref)
+        await self._link_inputs(where, lines, view.floor)
         if where.private:
             await self.state.played(where.key, where.branch, view.floor)
         return view
+
+    async def _link_inputs(self, where: Where, lines: Sequence[UserLine], floor: int) -> None:
+        """Map the user's messages to their floor, unless the service already did (it keeps
+        ``UserLine.ref``; checked once, on the first turn, to save two writes per line)."""
+        refs = [line.ref for line in lines if line.ref is not None]
+        if not refs or self._service_links_inputs:
+            return
+        if self._service_links_inputs is None:
+            found = await self.service.resolve_message(where.key, refs[0])
+            self._service_links_inputs = found is not None and found.floor == floor
+            if self._service_links_inputs:
+                return
+        ref = PlatformRef(branch=where.branch, floor=floor, page=None, role="user")
+        for platform_ref in refs:
+            await self.service.link_message(where.key, platform_ref, ref)
 
     async def regenerate(
         self, bot: Bot, where: Where, *, shown_at: Sequence[int] = ()
@@ -102,6 +115,21 @@ class Turns:
             existing=self._existing(where, shown_at),
         )
         await self._finish(bot, where, writer, view)
+
+    async def greet(self, bot: Bot, where: Where, user_name: str) -> ReplyView | None:
+        """Open an empty branch with the character's greeting (its alternates as pages) when
+        the service offers greetings (``greet``); None when there is nothing to greet with."""
+        greet = getattr(self.service, "greet", None)
+        if not callable(greet):
+            return None
+        try:
+            view: ReplyView | None = await greet(where.key, where.branch, user_name=user_name)
+        except EngineError as exc:
+            log.warning("no greeting in %s: %s", where.key, exc)
+            return None
+        if view is not None:
+            await self.show(bot, where, view)
+        return view
 
     def _existing(self, where: Where, shown_at: Sequence[int]) -> list[int]:
         shown = self.state.shown(where.key, where.branch)

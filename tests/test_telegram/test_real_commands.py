@@ -95,14 +95,24 @@ async def test_a_card_sent_as_a_document_becomes_the_chats_character(real: RealH
     assert (confirmed.text or "").startswith(
         "Imported character card “Seraphina” and bound it to this chat."
     )
-    assert "greetings" in (confirmed.text or "")
+    assert "• greetings: " in (confirmed.text or "")
+    greetings = int((confirmed.text or "").split("• greetings: ")[1].split()[0])
     info = await real.svc.session_info(telegram_key(chat))
     assert info.character == "Seraphina"
+    # the story opens with her first message, the alternate greetings as pages to swipe
+    greeting = await real.wait_text(chat["id"], lambda t: t.startswith("You wake with a start"))
+    await tg.wait_until(lambda: greeting.reply_markup is not None)
+    assert counter(greeting) == f"1/{greetings}" and greeting.html is not None
+    assert greeting.html.startswith("<i>You wake with a start")
     assert "Seraphina" in await real.ask(chat, ann, "/character", "Character")
 
     await real.reply_to(chat, ann, "Who are you?")
     prompt = " ".join(str(m.get("content")) for m in real.llm.chat_requests[-1].messages)
     assert "Seraphina's Personality" in prompt and "Who are you?" in prompt
+    assert "You wake with a start" in prompt
+    await tg.wait_until(lambda: greeting.reply_markup is None)  # moved to the newest reply
+    floors = [v.floor for v in await real.svc.history(telegram_key(chat), MAIN_BRANCH)]
+    assert floors == [1, 2]
 
     # a preset and a world book are imported and bound the same way
     await tg.send_document(chat, ann, filename=PRESET.name, data=PRESET.read_bytes())

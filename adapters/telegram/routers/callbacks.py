@@ -45,7 +45,7 @@ def build(frontend: Frontend) -> Router:
     router = Router(name="telegram-callbacks")
 
     async def where_of(message: Message, branch: str) -> Where | None:
-        info = await frontend.resolver.session(message.chat)
+        info = await frontend.resolver.session(message.chat, fresh=True)
         if info is None:
             return None
         thread = message.message_thread_id if message.is_topic_message else None

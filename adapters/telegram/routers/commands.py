@@ -153,6 +153,10 @@ def build(frontend: Frontend) -> Router:
             "character card (PNG or JSON) as a file to change the character. /vars, /branches "
             "and the buttons under each reply let you look around.",
         )
+        if user is not None:
+            await frontend.turns.greet(
+                bot, await frontend.resolver.where(message, reply=False), user.full_name
+            )
 
     @command("vars")
     async def vars_(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:

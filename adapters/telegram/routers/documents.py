@@ -66,5 +66,9 @@ def build(frontend: Frontend) -> Router:
         bound = " and bound it to this chat" if summary.kind != "chat" else ""
         text = f"Imported {KIND_NAMES.get(summary.kind, summary.kind)} “{summary.name}”{bound}."
         await send_plain(bot, place, text + (f"\nFound:\n{listed}" if listed else ""))
+        if summary.kind == "card":
+            # A new story opens with the character's first message (SillyTavern does).
+            where = await frontend.resolver.where(message, reply=False)
+            await frontend.turns.greet(bot, where, message.from_user.full_name)
 
     return router

@@ -30,7 +30,7 @@ def build(frontend: Frontend) -> Router:
         added = _emoji(list(event.new_reaction)) - _emoji(list(event.old_reaction))
         if not added & REGENERATE_EMOJI:
             return
-        info = await frontend.resolver.session(event.chat)
+        info = await frontend.resolver.session(event.chat, fresh=True)
         if info is None:
             return
         key = session_key(event.chat)
