@@ -270,6 +270,16 @@ class BranchRepository(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LatestFloor:
+    """See :meth:`FloorRepository.latest_for_open`. ``next_floor_writes`` is True when
+    ``floor`` is None (not checked: the caller reads the writes itself)."""
+
+    floor: Floor | None
+    pending: bool
+    next_floor_writes: bool
+
+
 class WindowPage(NamedTuple):
     """A committed floor of a history window with one of its pages. A turn reads one per
     floor of its window, so this is a tuple: far cheaper to build than a frozen value."""
@@ -319,9 +329,10 @@ class FloorRepository(Protocol):
         """Every floor in ``state`` (used on start to find interrupted generations)."""
         ...
 
-    async def latest_with_pending(self, branch_id: int) -> tuple[Floor | None, bool]:
-        """The branch's own newest floor that has not failed (as :meth:`latest`) and whether
-        it has a pending page, in one read."""
+    async def latest_for_open(self, branch_id: int) -> LatestFloor:
+        """What opening the branch's next floor must know, in one read: its own newest floor
+        that has not failed (as :meth:`latest`), whether that floor has a pending page, and
+        whether explicit floor-scope writes wait for the floor after it."""
         ...
 
     async def open_generating(

@@ -24,10 +24,11 @@ from adapters.storage.models import (
     PlatformLinkRow,
     RealmRow,
     SessionRow,
+    VariableLogRow,
     utcnow,
 )
 from engine.errors import NotFoundError
-from engine.ports import WindowMessage, WindowPage
+from engine.ports import LatestFloor, WindowMessage, WindowPage
 from engine.timeline.values import (
     Asset,
     AssetKind,
@@ -53,6 +54,7 @@ PAGE = cast(Table, PageRow.__table__)
 MESSAGE = cast(Table, MessageRow.__table__)
 LINK = cast(Table, PlatformLinkRow.__table__)
 ASSET = cast(Table, AssetRow.__table__)
+LOG = cast(Table, VariableLogRow.__table__)
 
 
 class _Repo:
@@ -226,22 +228,36 @@ class SqlFloors(_Repo):
         stmt = select(FLOOR).where(FLOOR.c.state == state).order_by(FLOOR.c.id)
         return [convert.floor(row) for row in await self._db.execute(stmt)]
 
-    async def latest_with_pending(self, branch_id: int) -> tuple[Floor | None, bool]:
+    async def latest_for_open(self, branch_id: int) -> LatestFloor:
         pending = (
             exists()
             .where(PAGE.c.floor_id == FLOOR.c.id, PAGE.c.status == "pending")
             .label("has_pending")
         )
+        writes = (
+            exists()
+            .where(
+                LOG.c.branch_id == FLOOR.c.branch_id,
+                LOG.c.scope == "floor",
+                LOG.c.seq == FLOOR.c.seq + 1,
+                LOG.c.source == "explicit",
+            )
+            .label("has_writes")
+        )
         stmt = (
-            select(FLOOR, pending)
+            select(FLOOR, pending, writes)
             .where(FLOOR.c.branch_id == branch_id, FLOOR.c.state != "failed")
             .order_by(FLOOR.c.seq.desc())
             .limit(1)
         )
         row = (await self._db.execute(stmt)).first()
         if row is None:
-            return None, False
-        return convert.floor(row), bool(row.has_pending)
+            return LatestFloor(floor=None, pending=False, next_floor_writes=True)
+        return LatestFloor(
+            floor=convert.floor(row),
+            pending=bool(row.has_pending),
+            next_floor_writes=bool(row.has_writes),
+        )
 
     async def open_generating(
         self, *, branch_id: int, seq: int, inputs: Sequence[NewMessage]

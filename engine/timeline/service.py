@@ -134,12 +134,13 @@ async def open_generating(
     emits ``floor.created`` once ``uow`` has committed."""
     check_inputs(inputs, where=f"branch {branch.id}")
     await uow.branches.lock(branch.id)
-    latest, pending = await uow.floors.latest_with_pending(branch.id)
+    found = await uow.floors.latest_for_open(branch.id)
+    latest = found.floor
     if latest is not None and latest.state != "committed":
         raise BranchBusyError(
             f"branch {branch.name!r}: floor {latest.seq} is still {latest.state}"
         )
-    if latest is not None and pending:
+    if latest is not None and found.pending:
         raise BranchBusyError(f"branch {branch.name!r}: floor {latest.seq} is regenerating")
     # Committed floors are contiguous, so the head is the latest floor (or the fork point).
     head = latest.seq if latest is not None else build_lineage(branch, branches).base
@@ -147,9 +148,11 @@ async def open_generating(
         branch_id=branch.id, seq=head + 1, inputs=inputs
     )
     await _link_inputs(uow, branch.session_id, floor, inputs)
-    scope = await store.floor_scope(uow, floor, None)
-    if scope:
-        await uow.variables.replace("floor", floor.id, scope)
+    scope: dict[str, Any] = {}
+    if found.next_floor_writes:  # rare: explicit floor-scope writes made before this floor
+        scope = await store.floor_scope(uow, floor, None)
+        if scope:
+            await uow.variables.replace("floor", floor.id, scope)
     return OpenedFloor(floor=floor, page=page, floor_scope=scope)
 
 

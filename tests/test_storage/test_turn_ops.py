@@ -8,6 +8,7 @@ import pytest
 
 from adapters.storage import SqlStorage
 from engine.errors import NotFoundError
+from engine.ports import LatestFloor
 from engine.timeline.errors import BranchBusyError, StaleStateError
 from engine.timeline.service import OpenedFloor, open_generating
 from engine.timeline.values import NewMessage, PageContext
@@ -62,26 +63,37 @@ async def test_assets_by_kind_and_name_in_one_read(storage: SqlStorage) -> None:
         assert await uow.assets.get_many(realm, []) == []
 
 
-async def test_latest_floor_with_its_pending_flag(storage: SqlStorage) -> None:
+async def test_latest_floor_with_its_pending_and_writes_flags(storage: SqlStorage) -> None:
     world = World(storage)
     opened = await world.session()
     branch = opened.main.id
     async with storage.read() as uow:
-        assert await uow.floors.latest_with_pending(branch) == (None, False)
+        assert await uow.floors.latest_for_open(branch) == LatestFloor(
+            floor=None, pending=False, next_floor_writes=True
+        )
     ctx = await world.turn(branch)
     async with storage.read() as uow:
-        latest, pending = await uow.floors.latest_with_pending(branch)
-    assert latest is not None and latest.id == ctx.floor.id and not pending
+        found = await uow.floors.latest_for_open(branch)
+    assert found.floor is not None and found.floor.id == ctx.floor.id
+    assert (found.pending, found.next_floor_writes) == (False, False)
+    await world.variables.set(branch, "branch", "coins", 3)  # another scope: not counted
     page = await world.timeline.add_page(ctx.floor.id)
     async with storage.read() as uow:
-        latest, pending = await uow.floors.latest_with_pending(branch)
-    assert latest is not None and latest.id == ctx.floor.id and pending
+        found = await uow.floors.latest_for_open(branch)
+    assert found.floor is not None and found.floor.id == ctx.floor.id
+    assert (found.pending, found.next_floor_writes) == (True, False)
     await world.timeline.fail_page(page.id, "no")
     failed = await world.timeline.open_floor(branch, [said("x")])
+    await world.variables.set(branch, "floor", "weather", "rain")  # placed on the open floor
     await world.timeline.fail_floor(failed.id, "gone")
     async with storage.read() as uow:  # a failed floor is never the latest
-        latest, pending = await uow.floors.latest_with_pending(branch)
-    assert latest is not None and latest.id == ctx.floor.id and not pending
+        found = await uow.floors.latest_for_open(branch)
+    assert found.floor is not None and found.floor.id == ctx.floor.id
+    assert (found.pending, found.next_floor_writes) == (False, True)
+    new = await _open(storage, branch, "next")
+    assert (new.floor.seq, dict(new.floor_scope)) == (2, {"weather": "rain"})
+    async with storage.read() as uow:  # materialised for the new floor
+        assert await uow.variables.values("floor", new.floor.id) == {"weather": "rain"}
 
 
 async def test_open_generating_creates_floor_page_and_inputs(storage: SqlStorage) -> None:

@@ -17,7 +17,7 @@ from engine.turns.context import ASSET_CACHE_SIZE, ParsedAssets
 from engine.turns.service import TavernService
 from tests.test_turns.conftest import KEY, line
 
-RESPOND_STATEMENTS = 16
+RESPOND_STATEMENTS = 15
 """SQL statements one respond may run on SQLite (BEGIN included; it ran 28 before the
 turn's reads and writes were merged into fewer units of work)."""
 
