@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from adapters.discord.convert import library_key
+from engine.errors import NotFoundError
 from engine.turns.api import RoleplayService, SessionKey
 
 MAX_PERSONA_NAME = 64
@@ -42,7 +44,11 @@ class Personas:
             if len(self._looked_up) >= MAX_LOOKED_UP:
                 self._looked_up.clear()
             self._looked_up.add(where)
-            found = await getter(key, user_id)
+            try:
+                found = await getter(key, user_id)
+            except NotFoundError:  # no session here yet: nothing to ask
+                self._looked_up.discard(where)
+                continue
             if found is not None:
                 name, description = found
                 self._names.setdefault(key.realm, {})[user_id] = name
@@ -62,5 +68,13 @@ class Personas:
         self._names.setdefault(key.realm, {})[user_id] = name
         self._descriptions[(key.realm, user_id)] = description
         setter = getattr(self.service, "set_persona", None)
-        if setter is not None:
+        if setter is None:
+            return
+        try:
             await setter(key, user_id, name, description)
+        except NotFoundError:
+            # A channel without a session: personas are the realm's, so the realm's library
+            # session takes it.
+            library = library_key(key.realm)
+            await self.service.open_session(library)
+            await setter(library, user_id, name, description)

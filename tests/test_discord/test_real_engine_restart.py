@@ -185,3 +185,22 @@ async def test_memory_list_and_forget_on_the_engine(
     after = await fake.slash(world.rp, world.alice, "memory list")
     assert "cursed well" not in after.text
     assert json.dumps(after.text)
+
+
+async def test_a_persona_set_in_an_unbound_channel_is_the_guilds(
+    fake: FakeDiscord,
+    world: World,
+    start_real: RealStarter,
+    engine: Engine,
+    model: FakeOpenAIServer,
+) -> None:
+    await start_playing(fake, world, start_real)
+    record = await fake.slash(world.other, world.bob, "persona set", name="Rook")
+    assert "You play **Rook**" in record.text
+    model.script(reply_text("Welcome, Rook."))
+    await say_and_wait(
+        fake, world.rp, world.bob, "I sit down.", done=lambda: webhook_replies(fake, world.rp.id)
+    )
+    assert "between Aqua and Rook" in prompt_text(narrator_requests(model)[-1])
+    if offers("persona"):
+        assert await engine.svc.persona(key_of(world), str(world.bob.id)) == ("Rook", "")
