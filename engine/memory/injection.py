@@ -304,7 +304,18 @@ def _by_value_per_token(
         line = f"- {quote_for_injection(item.record.display, max_chars=policy.max_item_chars)}"
         return item.score / max(1, count(line))
 
-    return sorted(ranked, key=lambda item: (not item.pinned, -density(item), item.record.id))
+    # Equal densities keep the ranking's order (score, then newer, then id): with random ids
+    # a bare id tie-break would pick a different one of two equal items on every run.
+    return sorted(
+        ranked,
+        key=lambda item: (
+            not item.pinned,
+            -density(item),
+            -item.score,
+            -item.record.created_floor,
+            item.record.id,
+        ),
+    )
 
 
 def _fill_balanced(

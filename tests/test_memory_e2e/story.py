@@ -34,6 +34,7 @@ from bot.scheduler import MemoryScheduler, build_memory_service, timeline_floors
 from engine.memory.agent_context import AGENT_SYSTEM_PROMPT
 from engine.memory.compaction import COMPACTION_SYSTEM_PROMPT, CompactionRequest
 from engine.memory.injection import PREAMBLE, TokenCounter
+from engine.memory.records import SequentialIds
 from engine.memory.service import MemoryService, MemorySettings
 from engine.prompt.tokens import counter_for_model
 from engine.turns.api import MAIN_BRANCH, ReplyView, SessionKey, Speaker, UserLine
@@ -284,6 +285,8 @@ async def _build(
         clock=clock,
         settings=settings,
     )
+    # Sequential ids instead of the application's random ones: a failure replays exactly.
+    memory.new_id = SequentialIds("mem")
     service = TavernService(
         storage,
         model_for=model_for,

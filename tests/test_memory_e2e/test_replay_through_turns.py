@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,8 @@ MARKERS = (
     "[Memory Facts]",
 )
 """Poison the scripted role-play plants; none may reach a stored record."""
+
+UNUSED: dict[str, Any] = {"last_used_at": None, "last_used_floor": None}
 
 # 300 turns with two model calls each take about 45 s of CPU; a busy machine stretches that.
 pytestmark = pytest.mark.timeout(600)
@@ -269,3 +271,112 @@ def test_broken_and_poisoned_agent_output_is_contained(played: Played) -> None:
     }
     for n in gold["broken_floors"]:
         assert micros[n].provenance.source.value == "extraction", n
+
+
+async def _store(table: Table) -> dict[str, MemoryRecord]:
+    records = await table.memory.repo.query_records(
+        MemoryQuery(realm_id=table.realm_id, lifecycles=None)
+    )
+    return {r.id: r for r in records}
+
+
+async def _broken_floor(table: Table, floor: dict[str, Any], raw: str) -> tuple[list[Event], list]:
+    """Play ``floor`` with the memory agent answering ``raw``; the floor's memory events and
+    the records it added."""
+    before, seen = await _store(table), len(table.events.events)
+    table.model.agent_raw = raw
+    reply = await table.play(floor)
+    table.model.agent_raw = None
+    assert reply.text == _visible(floor["assistant"])  # the turn itself is untouched
+    after = await _store(table)
+    for record_id, record in before.items():  # nothing stored earlier was changed
+        # (but for the use the floor's retrieval marks, which feeds decay)
+        assert replace(after[record_id], **UNUSED) == replace(record, **UNUSED), record_id
+    added = [r for i, r in after.items() if i not in before]
+    events = [e for e in table.events.events[seen:] if e.name.startswith("memory.")]
+    return events, added
+
+
+async def test_broken_agent_output_through_the_turn_stores_nothing_invalid(
+    tmp_path: Path,
+) -> None:
+    data = load_story()
+    floors = data["floors"]
+    async with open_table(tmp_path, settings=SETTINGS) as table:
+        for floor in floors[:5]:
+            await table.play(floor)
+        store = await _store(table)
+        real_id = next(i for i, r in store.items() if r.kind is MemoryKind.FACT)
+        agent_requests = sum(1 for e in table.model.exchanges if e.kind == "agent")
+
+        # Not JSON: the narrator's tags become the floor's micro summary, plus an event.
+        events, added = await _broken_floor(table, floors[5], '{"turn_summary": "cut off')
+        invalid = [e for e in events if e.name == "memory.agent_output_invalid"]
+        assert [e.payload["floor_no"] for e in invalid] == [6]
+        assert invalid[0].payload["diagnostics"][0]["code"] == "invalid_json"
+        assert [(r.kind, r.tier, r.provenance.source.value) for r in added] == [
+            (MemoryKind.SUMMARY, MICRO_TIER, "extraction")
+        ]
+
+        # Invented ids (an unlisted alias, a real storage id, a fact alias used for a loop):
+        # every op that names one is refused; the summary of the same output is kept.
+        raw = (
+            '{"turn_summary": "Floor 7: ids were invented.",'
+            ' "facts_update": [{"id": "F99", "value": "made up"},'
+            f' {{"id": "{real_id}", "value": "made up too"}}],'
+            ' "facts_deprecate": [{"id": "fact_001", "reason": "made up"}],'
+            ' "open_loops_resolve": [{"id": "F1", "resolution": "made up"}]}'
+        )
+        events, added = await _broken_floor(table, floors[6], raw)
+        planned = [e for e in events if e.name == "memory.agent_ops_planned"]
+        assert len(planned) == 1 and planned[0].payload["rejected"] == 4
+        codes = [d["code"] for d in planned[0].payload["diagnostics"]]
+        assert codes.count("unknown_id") == 4
+        assert [(r.kind, r.text) for r in added] == [
+            (MemoryKind.SUMMARY, "Floor 7: ids were invented.")
+        ]
+
+        # Wrong scopes: refused op by op; the one fact in an allowed scope is stored.
+        raw = (
+            '{"turn_summary": "Floor 8: scopes were wrong.", "facts_add": ['
+            '{"key": "intruder", "value": "x", "scope": "global"},'
+            '{"key": "intruder2", "value": "y", "scope": "universe"},'
+            '{"key": "lamp.colour", "value": "green", "scope": "chat"}],'
+            ' "open_loops_add": [{"text": "who?", "scope": "global"}]}'
+        )
+        events, added = await _broken_floor(table, floors[7], raw)
+        planned = [e for e in events if e.name == "memory.agent_ops_planned"]
+        codes = [d["code"] for d in planned[0].payload["diagnostics"]]
+        assert codes.count("scope_not_allowed") == 3 and planned[0].payload["rejected"] == 3
+        assert sorted((r.kind.value, r.key or "", r.scope.value) for r in added) == [
+            ("fact", "lamp.colour", "chat"),
+            ("summary", "", "branch"),
+        ]
+        assert all(e.name != "memory.apply_failed" for e in table.events.events)
+        # Each broken floor still went through the memory agent, over the wire.
+        assert sum(1 for e in table.model.exchanges if e.kind == "agent") == agent_requests + 3
+
+
+@pytest.mark.postgres
+async def test_sixty_floors_on_postgres_send_what_sqlite_sends(
+    tmp_path: Path, pg_url: str
+) -> None:
+    (tmp_path / "pg").mkdir()
+    (tmp_path / "sqlite").mkdir()
+    on_pg = await play(tmp_path / "pg", 60, kind="postgres", pg_url=pg_url)
+    on_sqlite = await play(tmp_path / "sqlite", 60)
+    assert on_pg.stale == [] and on_pg.max_active_per_key == 1
+    # Every prompt the model saw (narrator, memory agent, compaction) is the same on both.
+    assert [(e.kind, e.floor, e.messages, e.answer) for e in on_pg.exchanges] == [
+        (e.kind, e.floor, e.messages, e.answer) for e in on_sqlite.exchanges
+    ]
+    assert sum(e.kind == "compact" for e in on_pg.exchanges) > 0
+
+    def facts(played: Played) -> dict[str | None, str]:
+        return {
+            r.key: r.text
+            for r in played.records
+            if r.kind is MemoryKind.FACT and r.lifecycle is Lifecycle.ACTIVE
+        }
+
+    assert facts(on_pg) == facts(on_sqlite) and len(facts(on_pg)) > 10
