@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
-import binascii
 import json
 import sys
 from collections.abc import Mapping
@@ -24,10 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from bot.cli_commands.imports import AVATAR_KEY, CONSOLE, DEFAULT_REALM, open_service, realm_id_of
-from engine.errors import FormatError
+from bot.cli_commands.imports import CONSOLE, DEFAULT_REALM, open_service, realm_id_of
 from engine.formats.archive import archive_to_bytes
-from engine.formats.cards import card_from_mapping, card_to_json_bytes, card_to_png
+from engine.formats.cards import card_from_asset, card_to_json_bytes, card_to_png
 from engine.timeline.values import AssetKind
 
 if TYPE_CHECKING:
@@ -99,18 +96,8 @@ async def _produce(settings: Settings, args: argparse.Namespace) -> bytes:
 def asset_bytes(kind: str, name: str, data: Mapping[str, Any], *, png: bool = False) -> bytes:
     """The file of a stored asset (see the module docstring)."""
     if kind == "card":
-        stored = dict(data)
-        picture = stored.pop(AVATAR_KEY, None)
-        avatar: bytes | None = None
-        if isinstance(picture, str):
-            try:
-                avatar = base64.b64decode(picture, validate=True)
-            except (binascii.Error, ValueError):
-                raise FormatError(
-                    "stored picture is not base64", source=name, field=AVATAR_KEY
-                ) from None
-        card = card_from_mapping(stored, source=name, avatar=avatar)
-        if avatar is not None or png:
+        card = card_from_asset(data, source=name)
+        if card.avatar is not None or png:
             return card_to_png(card)
         return card_to_json_bytes(card)
     value: object = data

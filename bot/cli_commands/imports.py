@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 from engine.errors import FormatError
 from engine.formats.archive import Archive, looks_like_archive, parse_archive
 from engine.formats.archive_st import archive_from_st_chat
-from engine.formats.cards import parse_card
+from engine.formats.cards import card_to_asset, parse_card
 from engine.formats.json_input import decode_text, load_object, loads
 from engine.formats.preset import parse_preset
 from engine.formats.regex_scripts import parse_regex_scripts
@@ -47,7 +46,6 @@ CONSOLE: Final = "console"
 DEFAULT_REALM: Final = "local"
 MAX_FILE_BYTES: Final = 512 * 1024 * 1024
 """A file given on the command line larger than this is refused before it is parsed."""
-AVATAR_KEY: Final = "tavernbot_avatar_png"
 """Top-level key of a stored card holding its picture (a PNG without card chunks, base64)."""
 
 
@@ -92,10 +90,7 @@ def prepare(kind: str, path: Path, data: bytes, *, now: datetime) -> Prepared:
     stem = path.stem or path.name
     if kind == "card":
         card = parse_card(data, source=source)
-        stored: dict[str, Any] = dict(card.raw)
-        stored.pop(AVATAR_KEY, None)
-        if card.avatar is not None:
-            stored[AVATAR_KEY] = base64.b64encode(card.avatar).decode("ascii")
+        stored = card_to_asset(card)
         # The turn service reads cards from JSON too, so the picture travels in the object.
         upload = json.dumps(stored, ensure_ascii=False).encode("utf-8")
         return Prepared(

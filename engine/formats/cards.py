@@ -362,3 +362,31 @@ def card_to_png(card: CharacterCard, image: bytes | None = None) -> bytes:
 def _b64_json(obj: Mapping[str, object]) -> str:
     raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return base64.b64encode(raw).decode("ascii")
+
+
+AVATAR_KEY = "tavernbot_avatar_png"
+"""Key under which a stored card keeps its picture (base64 PNG) beside the card's own JSON."""
+
+
+def card_to_asset(card: CharacterCard) -> dict[str, object]:
+    """The card as a storable JSON object: its original JSON plus its picture, if any."""
+    stored: dict[str, object] = dict(card.raw)
+    stored.pop(AVATAR_KEY, None)
+    if card.avatar is not None:
+        stored[AVATAR_KEY] = base64.b64encode(card.avatar).decode("ascii")
+    return stored
+
+
+def card_from_asset(data: Mapping[str, object], *, source: str) -> CharacterCard:
+    """Rebuild a card stored by :func:`card_to_asset` (FormatError on a broken picture)."""
+    stored = dict(data)
+    picture = stored.pop(AVATAR_KEY, None)
+    avatar: bytes | None = None
+    if isinstance(picture, str):
+        try:
+            avatar = base64.b64decode(picture, validate=True)
+        except (binascii.Error, ValueError):
+            raise FormatError(
+                "stored picture is not base64", source=source, field=AVATAR_KEY
+            ) from None
+    return card_from_mapping(stored, source=source, avatar=avatar)

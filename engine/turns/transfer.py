@@ -10,13 +10,12 @@
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Final
 
 from engine.errors import FormatError, LimitExceededError
-from engine.formats.cards import parse_card
+from engine.formats.cards import card_to_asset, parse_card
 from engine.formats.json_input import decode_text, load_object, loads
 from engine.formats.preset import parse_preset
 from engine.formats.regex_scripts import parse_regex_scripts
@@ -36,7 +35,6 @@ MAX_IMPORT_FLOORS: Final = 5_000
 """A chat import creates at most this many floors."""
 EXPORT_PAGE: Final = 500
 """Floors read per unit of work while exporting."""
-AVATAR_KEY: Final = "tavernbot_avatar_png"
 """Top-level key of a stored card holding its picture (a PNG without card chunks, base64);
 the same key the command-line import uses, so ``export card`` writes a PNG again."""
 ST_CHAT_SETTING: Final = "st_chat"
@@ -61,11 +59,7 @@ async def import_asset(
     settings = session.settings
     if kind == "card":
         card = parse_card(data, source=filename)
-        stored: dict[str, Any] = dict(card.raw)
-        stored.pop(AVATAR_KEY, None)
-        if card.avatar is not None:
-            stored[AVATAR_KEY] = base64.b64encode(card.avatar).decode("ascii")
-        await service.assets.put(realm_id, "card", card.name, stored)
+        await service.assets.put(realm_id, "card", card.name, card_to_asset(card))
         if bind:
             await service._update(session_id, character=card.name)
         details: dict[str, Any] = {
