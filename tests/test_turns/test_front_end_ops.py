@@ -15,7 +15,7 @@ from adapters.storage import SqlStorage
 from bot.cli_commands.exports import asset_bytes
 from bot.scheduler import build_memory_service
 from engine.errors import ConfigurationError, NotFoundError
-from engine.formats.cards import CharacterCard, card_to_png, parse_card
+from engine.formats.cards import AVATAR_KEY, CharacterCard, card_to_png, parse_card
 from engine.memory.plan import MutationPlan
 from engine.memory.records import (
     MemoryKind,
@@ -35,7 +35,6 @@ from engine.turns.front_ops import (
 )
 from engine.turns.profiles import LLMProfile
 from engine.turns.service import TavernService
-from engine.turns.transfer import AVATAR_KEY
 from tests.test_turns.conftest import ANN, KEY, Recorder, line, offline_service
 
 pytestmark = pytest.mark.timeout(60)
