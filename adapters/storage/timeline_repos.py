@@ -11,7 +11,16 @@ import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, case, delete, exists, func, insert, null, or_, select, update
+from sqlalchemy import (
+    Table,
+    and_,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from adapters.storage import convert
@@ -24,8 +33,13 @@ from adapters.storage.models import (
     PlatformLinkRow,
     RealmRow,
     SessionRow,
-    VariableLogRow,
     utcnow,
+)
+from adapters.storage.turn_statements import (
+    LATEST_FOR_OPEN,
+    MESSAGE_WINDOW,
+    SESSION_WITH_BRANCHES,
+    window_statement,
 )
 from engine.errors import NotFoundError
 from engine.ports import LatestFloor, WindowMessage, WindowPage
@@ -54,7 +68,6 @@ PAGE = cast(Table, PageRow.__table__)
 MESSAGE = cast(Table, MessageRow.__table__)
 LINK = cast(Table, PlatformLinkRow.__table__)
 ASSET = cast(Table, AssetRow.__table__)
-LOG = cast(Table, VariableLogRow.__table__)
 
 
 class _Repo:
@@ -113,17 +126,8 @@ class SqlSessions(_Repo):
         await self._db.execute(stmt)
 
     async def get_with_branches(self, session_id: int) -> tuple[Session, builtins.list[Branch]]:
-        cols = [
-            *(c.label(f"s_{c.name}") for c in SESSION.c),
-            *(c.label(f"b_{c.name}") for c in BRANCH.c),
-        ]
-        stmt = (
-            select(*cols)
-            .select_from(SESSION.outerjoin(BRANCH, BRANCH.c.session_id == SESSION.c.id))
-            .where(SESSION.c.id == session_id)
-            .order_by(BRANCH.c.id)
-        )
-        rows = [row._mapping for row in await self._db.execute(stmt)]
+        params = {"session_id": session_id}
+        rows = [row._mapping for row in await self._db.execute(SESSION_WITH_BRANCHES, params)]
         if not rows:
             raise NotFoundError(f"session {session_id} does not exist")
         session = convert.session(_Sub(rows[0], "s_"))  # type: ignore[arg-type]
@@ -229,28 +233,7 @@ class SqlFloors(_Repo):
         return [convert.floor(row) for row in await self._db.execute(stmt)]
 
     async def latest_for_open(self, branch_id: int) -> LatestFloor:
-        pending = (
-            exists()
-            .where(PAGE.c.floor_id == FLOOR.c.id, PAGE.c.status == "pending")
-            .label("has_pending")
-        )
-        writes = (
-            exists()
-            .where(
-                LOG.c.branch_id == FLOOR.c.branch_id,
-                LOG.c.scope == "floor",
-                LOG.c.seq == FLOOR.c.seq + 1,
-                LOG.c.source == "explicit",
-            )
-            .label("has_writes")
-        )
-        stmt = (
-            select(FLOOR, pending, writes)
-            .where(FLOOR.c.branch_id == branch_id, FLOOR.c.state != "failed")
-            .order_by(FLOOR.c.seq.desc())
-            .limit(1)
-        )
-        row = (await self._db.execute(stmt)).first()
+        row = (await self._db.execute(LATEST_FOR_OPEN, {"branch_id": branch_id})).first()
         if row is None:
             return LatestFloor(floor=None, pending=False, next_floor_writes=True)
         return LatestFloor(
@@ -286,37 +269,11 @@ class SqlFloors(_Repo):
     ) -> list[WindowPage]:
         if not spans:
             return []
-        wanted = or_(
-            *(
-                and_(FLOOR.c.branch_id == b, FLOOR.c.seq >= first, FLOOR.c.seq <= last)
-                for b, first, last in spans
-            )
-        )
-        # Only one page's meta is wanted: decoding every page's JSON would cost more than
-        # the rest of the row.
-        meta = (
-            null()
-            if meta_seq is None
-            else case((FLOOR.c.seq == meta_seq, PAGE.c.meta), else_=null())
-        )
-        stmt = (
-            select(
-                FLOOR.c.id,
-                FLOOR.c.branch_id,
-                FLOOR.c.seq,
-                FLOOR.c.hidden,
-                FLOOR.c.active_page,
-                PAGE.c.id,
-                PAGE.c.number,
-                PAGE.c.hidden,
-                meta.label("meta"),
-            )
-            .select_from(FLOOR.join(PAGE, PAGE.c.floor_id == FLOOR.c.id))
-            .where(FLOOR.c.state == "committed", wanted)
-            .order_by(FLOOR.c.seq, PAGE.c.number)
-        )
+        params: dict[str, Any] = {"meta_seq": meta_seq if meta_seq is not None else -1}
+        for n, (branch_id, first, last) in enumerate(spans):
+            params.update({f"b{n}": branch_id, f"f{n}": first, f"l{n}": last})
         make = WindowPage._make
-        return [make(row) for row in await self._db.execute(stmt)]
+        return [make(row) for row in await self._db.execute(window_statement(len(spans)), params)]
 
     async def compare_and_set(
         self,
@@ -474,20 +431,9 @@ class SqlMessages(_Repo):
     async def window(self, floor_ids: Sequence[int]) -> list[WindowMessage]:
         if not floor_ids:
             return []
-        stmt = (
-            select(
-                MESSAGE.c.floor_id,
-                MESSAGE.c.page_id,
-                MESSAGE.c.role,
-                MESSAGE.c.speaker_name,
-                MESSAGE.c.raw,
-                MESSAGE.c.hidden,
-            )
-            .where(MESSAGE.c.floor_id.in_(list(floor_ids)))
-            .order_by(MESSAGE.c.floor_id, MESSAGE.c.page_id.nulls_first(), MESSAGE.c.seq)
-        )
         make = WindowMessage._make
-        return [make(row) for row in await self._db.execute(stmt)]
+        rows = await self._db.execute(MESSAGE_WINDOW, {"floor_ids": list(floor_ids)})
+        return [make(row) for row in rows]
 
     async def hide_by_ref(self, floor_id: int, platform_ref: str) -> int:
         stmt = (

@@ -9,11 +9,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.errors import EngineError, LimitExceededError
+from engine.errors import EngineError, LimitExceededError, NotFoundError
 from engine.memory.lineage import Viewpoint
 from engine.memory.scoping import viewpoint_for
 from engine.prompt.inputs import MemoryItem
-from engine.timeline.errors import TimelineNotFoundError
+from engine.timeline.errors import BranchBusyError, TimelineNotFoundError
 from engine.timeline.service import MAX_INPUTS_PER_FLOOR, open_generating
 from engine.timeline.values import (
     Branch,
@@ -76,7 +76,6 @@ class TurnOps(ServiceBase):
         async with self.locks.hold(ids.session_id, branch):
             floor: Floor | None = None
             page: Page | None = None
-            opened = False
             try:
                 check_inputs(inputs)
                 # One unit of work reads the session, its branches and assets, stores the
@@ -90,7 +89,6 @@ class TurnOps(ServiceBase):
                     assets = await load_assets(uow, session)
                     inputs = [stored_input(m, assets.scripts) for m in inputs]
                     new = await open_generating(uow, current, branches, inputs)
-                    opened = True
                     read = await read_turn(
                         uow,
                         session=session,
@@ -118,9 +116,10 @@ class TurnOps(ServiceBase):
                     key, ids, target, floor, page, "respond", on_text, read=read, known=known
                 )
             except BaseException as exc:
-                if floor is None and opened and isinstance(exc, Exception):
-                    # The unit that opened the floor rolled back after opening it: keep a
-                    # failed floor as a record of the turn, as a separate unit would have.
+                if floor is None and _records_a_failed_floor(exc):
+                    # The unit that opens the floor rolled back: keep a failed floor as the
+                    # record of the turn, as when the floor was opened in a unit of its own
+                    # (only a busy or missing branch left no floor then).
                     floor = await self._record_failed_open(target.id)
                 raise await self._failed(floor, page, exc) from exc
 
@@ -368,6 +367,12 @@ def _enabled_slots(settings: SessionSettings) -> tuple[Any, ...]:
     if isinstance(slots, list | tuple):
         return tuple(s for s in slots if s in SLOTS)
     return tuple(DEFAULT_ENABLED_SLOTS)
+
+
+def _records_a_failed_floor(exc: BaseException) -> bool:
+    return isinstance(exc, Exception) and not isinstance(
+        exc, BranchBusyError | NotFoundError | LimitExceededError
+    )
 
 
 def check_inputs(inputs: Sequence[NewMessage]) -> None:
