@@ -203,3 +203,29 @@ async def test_drafts_refused_by_the_server_fall_back_to_edits(harness: Harness)
     reply = await harness.wait_text(chat["id"], lambda t: t.endswith("no drafts here"))
     await srv.wait_until(lambda: reply.reply_markup is not None)
     assert len(harness.texts(chat["id"])) == 1
+
+
+async def test_memory_lists_at_most_memory_shown(harness: Harness) -> None:
+    from adapters.telegram.routers.commands import MEMORY_SHOWN
+    from engine.turns.api import MemoryView
+
+    asked: list[tuple[str | None, int]] = []
+
+    async def memories(key: object, branch: str, *, query: str | None = None, limit: int = 0):
+        asked.append((query, limit))
+        return [
+            MemoryView(id=f"m{n}", kind="fact", text=f"fact {n}", scope="chat", importance=0.5)
+            for n in range(limit)
+        ]
+
+    harness.service.memories = memories  # type: ignore[attr-defined]
+    await harness.start()
+    srv = harness.server
+    alice = srv.new_user("Alice")
+    chat = srv.private_chat(alice)
+    await srv.send_text(chat, alice, "/memory")
+    listing = await harness.wait_text(chat["id"], lambda t: t.startswith("Memories"))
+    assert asked == [(None, MEMORY_SHOWN)]
+    lines = listing.text.splitlines()
+    assert len(lines) == 1 + MEMORY_SHOWN
+    assert lines[1] == "• [fact, chat, 0.5] fact 0"
