@@ -65,6 +65,7 @@ async def test_a_bound_channel_gets_a_streamed_webhook_reply_named_after_the_car
     first = posts[0].body["content"]
     assert first and len(first) < len(text) and text.startswith(first.rstrip("…").rstrip())
     assert edits[-1].body["content"] == text
+    assert fake.calls_to("POST", rf"^/channels/{world.rp.id}/typing$"), "typing while generating"
     # The card reached the model, and the floor is stored in the database.
     prompt = prompt_text(narrator_requests(model)[-1])
     assert "A water goddess who keeps the tavern" in prompt and "Good evening!" in prompt
