@@ -81,7 +81,9 @@ def _default_section_caps() -> dict[str, int]:
 class InjectionPolicy:
     """Budget, mode, caps and ranking weights (defaults after the reference system)."""
 
-    mode: InjectionMode = InjectionMode.BALANCED
+    # importance packs the most valuable items per token; balanced and dual_summary reserve
+    # room per kind, which suits short chats but caps facts in long ones.
+    mode: InjectionMode = InjectionMode.IMPORTANCE
     max_tokens: int = MEMORY_BUDGET_TOKENS
     max_items: int = MAX_INJECTED_ITEMS
     min_importance: float = MIN_INJECTED_IMPORTANCE
