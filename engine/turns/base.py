@@ -28,6 +28,10 @@ MAX_INPUT_CHARS: Final = 32_000
 """One user message longer than this is refused."""
 MEMORY_RECENT_LINES: Final = 6
 """Recent chat lines memory retrieval ranks relevance against (with the new message)."""
+MEMORY_BUDGET: Final = "memory_budget"
+"""Session setting: tokens of long-term memory injected per turn (unset: the service default)."""
+MAX_MEMORY_BUDGET: Final = 32_000
+"""The largest memory budget a session may set."""
 
 
 class SystemClock:
@@ -100,6 +104,11 @@ class ServiceBase:
             found = await self.timeline.branch(session_id, name)
             self._branches[(session_id, name)] = found
         return found
+
+    async def _persona_description(self, realm_id: int, user_name: str) -> str:
+        """The persona description of the player named ``user_name`` ("" when none); the
+        front-end operations know personas and override this."""
+        return ""
 
     async def _settings(self, session_id: int) -> Session:
         async with self.storage.unit_of_work() as uow:

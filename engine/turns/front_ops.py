@@ -125,6 +125,13 @@ class FrontEndOps(SessionOps):
             self._personas[realm_id] = found
         return found
 
+    async def _persona_description(self, realm_id: int, user_name: str) -> str:
+        """The description of the persona named ``user_name`` in the realm."""
+        for name, description in (await self._realm_personas(realm_id)).values():
+            if name == user_name:
+                return description
+        return ""
+
     async def _as_personas(self, ids: SessionIds, lines: Sequence[UserLine]) -> list[UserLine]:
         """The lines with each speaker named by their persona, where they have one."""
         personas = await self._realm_personas(ids.realm_id)

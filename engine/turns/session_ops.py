@@ -23,7 +23,7 @@ from engine.turns.api import (
     SessionKey,
     VariableWrite,
 )
-from engine.turns.base import ServiceBase, SessionIds
+from engine.turns.base import MAX_MEMORY_BUDGET, MEMORY_BUDGET, ServiceBase, SessionIds
 from engine.turns.context import PROFILE_ASSET, PROFILE_ASSET_NAME
 from engine.turns.profile_store import with_binding, with_profile
 from engine.turns.profiles import (
@@ -335,6 +335,16 @@ def check_settings(changes: Mapping[str, Any]) -> None:
         not isinstance(slots, list | tuple) or any(slot not in SLOTS for slot in slots)
     ):
         raise ConfigurationError(f"session setting slots must list some of {', '.join(SLOTS)}")
+    budget = changes.get(MEMORY_BUDGET)
+    if budget is not None and (
+        not isinstance(budget, int)
+        or isinstance(budget, bool)
+        or not 0 <= budget <= MAX_MEMORY_BUDGET
+    ):
+        raise ConfigurationError(
+            f"session setting {MEMORY_BUDGET} must be a whole number of tokens from 0 to "
+            f"{MAX_MEMORY_BUDGET}, not {budget!r}"
+        )
     if "tools" in changes:
         try:
             ToolPolicy.from_json(changes["tools"], default_enabled=False)

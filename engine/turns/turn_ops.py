@@ -24,7 +24,13 @@ from engine.timeline.values import (
     SessionSettings,
 )
 from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
-from engine.turns.base import MAX_INPUT_CHARS, MEMORY_RECENT_LINES, ServiceBase, SessionIds
+from engine.turns.base import (
+    MAX_INPUT_CHARS,
+    MEMORY_BUDGET,
+    MEMORY_RECENT_LINES,
+    ServiceBase,
+    SessionIds,
+)
 from engine.turns.context import TurnRead, card_fields, load_assets, read_turn, stored_input
 from engine.turns.errors import NothingToDoError, TurnFailedError
 from engine.turns.profiles import (
@@ -190,7 +196,7 @@ class TurnOps(ServiceBase):
         view = viewpoint_for(session, branch, read.branches, floor.seq) if self.memory else None
         memory_items: tuple[MemoryItem, ...] = ()
         if self.memory is not None and view is not None and "memory_retrieval" in stages:
-            memory_items = await self._retrieve(view, read)
+            memory_items = await self._retrieve(view, read, settings.extra.get(MEMORY_BUDGET))
         options = TurnOptions(
             mode=mode,
             prompt_mode=settings.prompt_mode,
@@ -201,6 +207,7 @@ class TurnOps(ServiceBase):
             seed=f"{session.id}:{branch.id}:{floor.seq}:{page.number}",
             memory=memory_items,
             memory_after_commit=self.memory is not None,
+            persona=await self._persona_description(ids.realm_id, read.user_name),
         )
         tools = ToolBox(
             ToolPolicy.from_json(
@@ -260,12 +267,17 @@ class TurnOps(ServiceBase):
             character=character,
         )
 
-    async def _retrieve(self, view: Viewpoint, read: TurnRead) -> tuple[MemoryItem, ...]:
-        """Step 3: the memory block for this turn (none when memory cannot be read)."""
+    async def _retrieve(
+        self, view: Viewpoint, read: TurnRead, budget: int | None
+    ) -> tuple[MemoryItem, ...]:
+        """Step 3: the memory block for this turn within the session's ``memory_budget``
+        tokens (the memory service's default when unset; none when memory cannot be read)."""
         assert self.memory is not None
         recent = [line.text for line in read.history[-MEMORY_RECENT_LINES:]]
         try:
-            block = await self.memory.retrieve(view, read.user_input or "", recent_turns=recent)
+            block = await self.memory.retrieve(
+                view, read.user_input or "", recent_turns=recent, budget=budget
+            )
         except EngineError as exc:
             log.warning("memory retrieval failed, the turn goes on without it: %s", exc)
             return ()

@@ -36,6 +36,7 @@ from engine.prompt.inputs import (
     AssemblyInput,
     InstanceInput,
     MemoryItem,
+    Persona,
 )
 from engine.prompt.macro_port import EngineMacros, macro_context
 from engine.prompt.regex_run import Channel, apply_scripts
@@ -79,6 +80,8 @@ class TurnOptions:
     phase: Phase = "assemble"
     memory: tuple[MemoryItem, ...] = ()
     memory_after_commit: bool = False
+    persona: str = ""
+    """The speaking player's persona description (``{{persona}}`` and the persona prompt)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -187,9 +190,11 @@ class Generation:
         read = self.read
         assets = read.assets
         local = read.state.local()
+        persona = Persona(description=self.options.persona)
         context = macro_context(
             assets.character,
             user_name=read.user_name,
+            persona=persona,
             recent=read.history,
             user_input=read.user_input or "",
             local=local,
@@ -215,6 +220,7 @@ class Generation:
             history=WindowHistory(read.history, read.total_messages),
             user_name=read.user_name,
             user_input=read.user_input,
+            persona=persona,
             books=assets.books,
             timed_state=read.timed_state,
             mode=mode if mode in ("compat_strict", "compat_plus", "native") else "compat_strict",  # type: ignore[arg-type]
@@ -223,17 +229,13 @@ class Generation:
             instances=instances,
             memory=self.options.memory,
         )
-        scripts = assets.scripts
-
-        def prompt_regex(text: str, *, placement: int, depth: int | None) -> str:
-            if not scripts:
-                return text
-            return apply_scripts(
-                text, scripts, placement=placement, channel="prompt", depth=depth
-            ).text
-
+        # The scripts run with the assembler's macro renderer, so {{char}} and the like expand
+        # in replacements, trim strings and substituteRegex patterns as in SillyTavern.
         result = assemble(
-            inp, macros=macros, regex=prompt_regex, tokens=counter_for_model(narrator.model)
+            inp,
+            macros=macros,
+            scripts=assets.scripts,
+            tokens=counter_for_model(narrator.model),
         )
         if result.world_info.activated:
             self.emit(

@@ -27,6 +27,7 @@ from engine.memory.records import (
 from engine.timeline.assets import AssetService
 from engine.timeline.service import InvalidNameError
 from engine.turns.api import MAIN_BRANCH, SessionKey, Speaker, UserLine
+from engine.turns.base import MAX_MEMORY_BUDGET, MEMORY_BUDGET
 from engine.turns.front_ops import (
     MAX_MEMORY_LIST,
     MAX_PERSONA_DESCRIPTION,
@@ -85,6 +86,8 @@ async def test_a_persona_names_its_speaker_in_the_realm_only(svc: TavernService)
     prompt = await svc.dry_run(GUILD_A, MAIN_BRANCH, "and now?")
     text = json.dumps(prompt["messages"])
     assert "friend of Lady Ann" in text and "friend of Ann" not in text
+    # ... and the persona's description is the persona prompt.
+    assert "A knight errant." in text
 
     await svc.respond(GUILD_B, MAIN_BRANCH, [UserLine(speaker=ANN, text="hi")])
     assert await svc.floor_speakers(GUILD_B, MAIN_BRANCH, 1) == [ANN]
@@ -379,3 +382,12 @@ async def test_export_keeps_an_imported_chat_header(svc: TavernService) -> None:
     await svc.respond(GUILD_A2, MAIN_BRANCH, [line("hi")])
     other = json.loads((await svc.export_chat(GUILD_A2, MAIN_BRANCH)).splitlines()[0])
     assert other["user_name"] == ANN.name and other["chat_metadata"] == {}
+
+
+async def test_memory_budget_is_a_validated_session_setting(svc: TavernService) -> None:
+    for bad in (-1, "lots", True, MAX_MEMORY_BUDGET + 1):
+        with pytest.raises(ConfigurationError, match="memory_budget"):
+            await svc.configure(GUILD_A, memory_budget=bad)
+    await svc.configure(GUILD_A, memory_budget=0)
+    session = await svc.timeline.find_session("discord", GUILD_A.key)
+    assert session is not None and session.settings.extra[MEMORY_BUDGET] == 0
