@@ -243,6 +243,13 @@ class RoleplayService(Protocol):
         """Start the session over on a fresh main branch (old floors stay, hidden)."""
         ...
 
+    async def greet(
+        self, key: SessionKey, branch: str = MAIN_BRANCH, *, user_name: str = "User"
+    ) -> ReplyView | None:
+        """Put the character's greeting (alternates as pages) on floor 1 of an empty branch;
+        None when the branch is not empty or the card has no greeting."""
+        ...
+
     # ---------------------------------------------------------------- front-end operations
 
     async def set_persona(

@@ -425,6 +425,20 @@ class FullFakeRoleplayService(FakeRoleplayService):
     branch, options, closing, floor speakers). The base class leaves them out so that tests of
     a front end's fallback (the service does not offer a call yet) keep a service without."""
 
+    async def greet(
+        self, key: SessionKey, branch: str = MAIN_BRANCH, *, user_name: str = "User"
+    ) -> ReplyView | None:
+        self.calls.append(("greet", (key, branch, user_name)))
+        target = self._branch(key, branch)
+        session = self._session(key)
+        if self._lineage(session, target):
+            return None
+        character = session.character or self.default_character
+        target.floors.append(
+            _Floor(lines=[], pages=[f"{character} greets {user_name}."], page_vars=[{}])
+        )
+        return self._view(session, target)
+
     async def set_persona(
         self, key: SessionKey, user_id: str, name: str, description: str = ""
     ) -> None:
