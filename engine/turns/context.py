@@ -256,12 +256,16 @@ def line_of(
     """A stored message as assembly reads it."""
     is_user = message.role == "user"
     default = user_name if is_user else char_name
+    name = message.speaker_name or default
     return HistoryLine(
         text=message.raw,
         is_user=is_user,
-        name=message.speaker_name or default,
+        name=name,
         floor=seq,
         role="system" if message.role in ("system", "narrator") else None,
+        # Another player's line: SillyTavern marks a message sent as a different persona so
+        # the prompt names its speaker, which is what tells players apart in group play.
+        force_avatar=is_user and name != user_name,
     )
 
 
