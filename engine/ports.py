@@ -11,7 +11,25 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
+
+from engine.timeline.values import (
+    Asset,
+    AssetKind,
+    Branch,
+    Floor,
+    FloorState,
+    Message,
+    NewMessage,
+    Page,
+    PageContext,
+    PageStatus,
+    PlatformLink,
+    Realm,
+    Session,
+    SessionSettings,
+)
+from engine.variables.values import LogEntry, Mutation, NewLogEntry, Scope
 
 # --------------------------------------------------------------------------- clock, randomness
 
@@ -168,26 +186,6 @@ class ChatStream(Protocol):
 # hold one across a model call. ``Storage.read()`` gives a unit of work for reads only.
 # Repositories return engine values, never rows. A uniqueness or lock failure surfaces as
 # ``engine.errors.ConflictError`` when the unit of work ends.
-
-from typing import NamedTuple  # noqa: E402
-
-from engine.timeline.values import (  # noqa: E402  (the storage section is appended here)
-    Asset,
-    AssetKind,
-    Branch,
-    Floor,
-    FloorState,
-    Message,
-    NewMessage,
-    Page,
-    PageContext,
-    PageStatus,
-    PlatformLink,
-    Realm,
-    Session,
-    SessionSettings,
-)
-from engine.variables.values import LogEntry, Mutation, NewLogEntry, Scope  # noqa: E402
 
 
 class RealmRepository(Protocol):
