@@ -22,7 +22,7 @@ from engine.macros.diagnostics import MacroTrace, MacroWarning, Mutation, Phase
 from engine.macros.evaluator import ACCESS_MODES, Access, MacroEnv
 from engine.macros.limits import DEFAULT_LIMITS, Limits
 from engine.macros.nodes import Template
-from engine.macros.processing import postprocess, preprocess
+from engine.macros.processing import has_legacy_marker, postprocess, preprocess
 from engine.macros.registry import Registry, default_registry
 
 
@@ -108,6 +108,11 @@ def evaluate(
                 ),
             ),
         )
+    chosen = (limits or DEFAULT_LIMITS).clamped()
+    if _plain(text, chosen):
+        # Most chat lines hold no macro at all; parsing and a fresh environment would only
+        # hand the same text back (a prompt renders a couple of hundred such lines a turn).
+        return MacroResult(text=text)
     registry = registry or default_registry()
     dynamic: dict[str, Any] = {}
     for source in (context.dynamic_macros, dynamic_macros or {}):
@@ -116,7 +121,6 @@ def evaluate(
     now = context.now or datetime.now(UTC)
     if now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
-    chosen = (limits or DEFAULT_LIMITS).clamped()
     cache = cache or DEFAULT_CACHE
     env = MacroEnv(
         context,
@@ -153,6 +157,18 @@ def evaluate(
         traces=tuple(env.traces),
         used_names=tuple(env.used_names),
         steps=env.steps,
+    )
+
+
+def _plain(text: str, limits: Limits) -> bool:
+    """True when evaluating ``text`` cannot change it: no macro opener, no legacy marker, no
+    escape for post-processing to undo, and short enough for the output limit."""
+    return (
+        "{{" not in text
+        and "\\" not in text
+        and "\u0000" not in text
+        and len(text) <= limits.max_output_chars
+        and ("<" not in text or not has_legacy_marker(text))
     )
 
 

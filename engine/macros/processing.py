@@ -45,6 +45,11 @@ def preprocess(text: str) -> str:
     return text
 
 
+def has_legacy_marker(text: str) -> bool:
+    """True when ``text`` holds a ``<USER>``-style marker that pre-processing rewrites."""
+    return _LEGACY_MARKER.search(text) is not None
+
+
 def postprocess(text: str) -> str:
     """Unescape braces, apply legacy ``{{trim}}``, then delete else markers."""
     if "\\" in text:

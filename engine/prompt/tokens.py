@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
@@ -32,6 +34,10 @@ TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 REPLY_PRIMING_TOKENS = 3
 ESTIMATE_MARGIN = 0.15
+#: Most texts whose counts an exact counter remembers.
+COUNT_MEMO_SIZE = 16_384
+#: Longer texts are counted every time (they are rarely counted twice).
+COUNT_MEMO_MAX_CHARS = 32_768
 
 O200K = "o200k_base"
 CL100K = "cl100k_base"
@@ -67,17 +73,34 @@ class TokenCounter(Protocol):
 
 
 class ExactCounter:
-    """Exact counts with a shipped OpenAI encoding; special-token text counts as plain text."""
+    """Exact counts with a shipped OpenAI encoding; special-token text counts as plain text.
 
-    __slots__ = ("_encoding", "name")
+    Counts are remembered (least recently used first out, at most ``COUNT_MEMO_SIZE`` texts of
+    at most ``COUNT_MEMO_MAX_CHARS``): a prompt re-counts the same history lines every turn.
+    """
+
+    __slots__ = ("_encoding", "_lock", "_memo", "name")
 
     def __init__(self, encoding_name: str) -> None:
         self.name = encoding_name
         self._encoding = _encoding(encoding_name)
+        self._memo: OrderedDict[str, int] = OrderedDict()
+        # Services may count from worker threads as well as from the event loop.
+        self._lock = threading.Lock()
 
     def count(self, text: str) -> int:
         """The number of tokens ``text`` encodes to."""
+        with self._lock:
+            known = self._memo.get(text)
+            if known is not None:
+                self._memo.move_to_end(text)
+                return known
         tokens: list[int] = self._encoding.encode_ordinary(text)
+        if len(text) <= COUNT_MEMO_MAX_CHARS:
+            with self._lock:
+                self._memo[text] = len(tokens)
+                if len(self._memo) > COUNT_MEMO_SIZE:
+                    self._memo.popitem(last=False)
         return len(tokens)
 
 

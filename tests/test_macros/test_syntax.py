@@ -154,3 +154,18 @@ def test_pairing_work_is_bounded_for_thousands_of_unclosed_blocks() -> None:
     result = run(hostile)
     assert "macro_parse_failed" in codes(result)  # the pairing budget ran out, reported once
     assert codes(result).count("macro_parse_failed") == 1
+
+
+def test_text_without_macro_syntax_is_handed_back_unparsed() -> None:
+    from engine.macros.cache import DEFAULT_CACHE
+
+    plain = "She nods < twice > and walks off. cache-skip probe"
+    before = DEFAULT_CACHE.misses + DEFAULT_CACHE.hits
+    assert run(plain).text == plain
+    assert DEFAULT_CACHE.misses + DEFAULT_CACHE.hits == before  # never parsed
+    # Each thing that evaluation would change still takes the full path.
+    assert text("Hi <USER>.") == "Hi Alice."
+    assert text(r"a \{ b") == "a { b"
+    assert text("x\n{{trim}}") == "x"
+    long = "z" * 50
+    assert text(long, limits=Limits(max_output_chars=10)) != long

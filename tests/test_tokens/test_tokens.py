@@ -95,3 +95,30 @@ def test_chat_overhead() -> None:
     assert count_chat_tokens(counter, messages) == expected == 19
     assert (TOKENS_PER_MESSAGE, TOKENS_PER_NAME, REPLY_PRIMING_TOKENS) == (3, 1, 3)
     assert count_chat_tokens(counter, []) == REPLY_PRIMING_TOKENS
+
+
+def test_counts_are_remembered_within_the_named_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    import engine.prompt.tokens as tokens
+
+    monkeypatch.setattr(tokens, "COUNT_MEMO_SIZE", 3)
+    monkeypatch.setattr(tokens, "COUNT_MEMO_MAX_CHARS", 20)
+    counter = ExactCounter(O200K)
+    calls: list[str] = []
+    real = counter._encoding
+
+    class Spy:
+        def encode_ordinary(self, text: str) -> list[int]:
+            calls.append(text)
+            return list(real.encode_ordinary(text))
+
+    counter._encoding = Spy()
+    texts = ["a b", "c d e", "f", "g h"]
+    first = [counter.count(t) for t in texts]
+    assert first == [2, 3, 1, 2] and calls == texts
+    # "a b" was the least recently used of four texts in a memo of three: counted again;
+    # "g h" is still remembered and costs no encoding.
+    assert counter.count("g h") == 2 and calls == texts
+    assert counter.count("a b") == 2 and calls == [*texts, "a b"]
+    long = "word " * 10  # 50 characters: over the memo's text limit, so never remembered
+    assert counter.count(long) == counter.count(long) == 10
+    assert calls[-2:] == [long, long]
