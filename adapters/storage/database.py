@@ -18,6 +18,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from adapters.storage.sqlite_inline import InlineSQLiteDBAPI
+
 SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
 """How long a SQLite writer waits for the lock before giving up."""
 
@@ -39,8 +41,13 @@ def create_engine(url: str, *, schema: str | None = None, echo: bool = False) ->
         database = parsed.database or ""
         if database and database != ":memory:" and not database.startswith("file:"):
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(url, echo=echo)
-        _setup_sqlite(engine)
+        inline = parsed.get_driver_name() == "aiosqlite"
+        options: dict[str, Any] = {}
+        if inline:
+            options["module"] = InlineSQLiteDBAPI(SQLITE_BUSY_TIMEOUT_MS / 1000)
+        engine = create_async_engine(url, echo=echo, **options)
+        # Inline connections wait for a busy database with asyncio sleeps, never in SQLite.
+        _setup_sqlite(engine, busy_timeout_ms=0 if inline else SQLITE_BUSY_TIMEOUT_MS)
         return engine
     connect_args: dict[str, Any] = {}
     if schema is not None:
@@ -50,7 +57,7 @@ def create_engine(url: str, *, schema: str | None = None, echo: bool = False) ->
     )
 
 
-def _setup_sqlite(engine: AsyncEngine) -> None:
+def _setup_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take transaction control away from the driver so BEGIN IMMEDIATE is ours to emit.
@@ -58,7 +65,7 @@ def _setup_sqlite(engine: AsyncEngine) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 

@@ -95,7 +95,9 @@ async def test_the_default_location_is_created(tmp_path: Path, monkeypatch) -> N
                 name: (await conn.exec_driver_sql(f"PRAGMA {name}")).scalar()
                 for name in ("journal_mode", "foreign_keys", "busy_timeout")
             }
-        assert pragmas == {"journal_mode": "wal", "foreign_keys": 1, "busy_timeout": 30000}
+        # busy_timeout 0: the inline driver waits for other processes' locks with asyncio
+        # sleeps, never inside SQLite (tests/test_storage/test_sqlite_inline.py).
+        assert pragmas == {"journal_mode": "wal", "foreign_keys": 1, "busy_timeout": 0}
     finally:
         await storage.close()
 
