@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 import aiosqlite
 from sqlalchemy.dialects.sqlite.aiosqlite import (
@@ -124,7 +124,8 @@ class InlineConnection:
 
     @isolation_level.setter
     def isolation_level(self, value: str | None) -> None:
-        self.raw.isolation_level = value
+        # sqlite3 types the level as a few literals; SQLAlchemy passes None (autocommit).
+        self.raw.isolation_level = cast(Any, value)
 
     async def run(self, call: Callable[..., _T], *args: Any) -> _T:
         """``call(*args)``, retried after pauses while SQLite reports the database locked."""
@@ -173,11 +174,11 @@ class _AdaptedInline(AsyncAdapt_aiosqlite_connection):
 
     @property
     def isolation_level(self) -> str | None:
-        return self._connection.isolation_level  # type: ignore[no-any-return]
+        return cast("str | None", self._connection.isolation_level)
 
     @isolation_level.setter
     def isolation_level(self, value: str | None) -> None:
-        self._connection.isolation_level = value  # type: ignore[attr-defined]
+        self._connection.isolation_level = value
 
 
 class InlineSQLiteDBAPI(AsyncAdapt_aiosqlite_dbapi):
@@ -194,4 +195,7 @@ class InlineSQLiteDBAPI(AsyncAdapt_aiosqlite_dbapi):
         # The loop must never sleep inside SQLite's busy handler: see InlineConnection.run.
         kwargs["timeout"] = 0
         connection = sqlite3.connect(*args, **kwargs)
-        return _AdaptedInline(self, InlineConnection(connection, self.busy_timeout))
+        # InlineConnection has the members of SQLAlchemy's async DBAPI connection protocol
+        # that the adapter uses, not the catch-all __getattr__ the protocol declares.
+        inline: Any = InlineConnection(connection, self.busy_timeout)
+        return _AdaptedInline(self, inline)
