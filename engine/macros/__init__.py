@@ -9,7 +9,7 @@ with a bounded cache of parsed templates. Use :func:`evaluate` with a :class:`Ma
 
 from __future__ import annotations
 
-from engine.macros.api import MacroResult, evaluate, parse
+from engine.macros.api import MacroResult, evaluate, is_plain_text, parse
 from engine.macros.cache import DEFAULT_CACHE, TemplateCache
 from engine.macros.context import CardFields, ChatMessage, MacroContext
 from engine.macros.diagnostics import (
@@ -61,5 +61,6 @@ __all__ = [
     "context_from_env",
     "default_registry",
     "evaluate",
+    "is_plain_text",
     "parse",
 ]

@@ -108,11 +108,11 @@ def evaluate(
                 ),
             ),
         )
-    chosen = (limits or DEFAULT_LIMITS).clamped()
-    if _plain(text, chosen):
+    if is_plain_text(text, limits or DEFAULT_LIMITS):
         # Most chat lines hold no macro at all; parsing and a fresh environment would only
         # hand the same text back (a prompt renders a couple of hundred such lines a turn).
         return MacroResult(text=text)
+    chosen = (limits or DEFAULT_LIMITS).clamped()
     registry = registry or default_registry()
     dynamic: dict[str, Any] = {}
     for source in (context.dynamic_macros, dynamic_macros or {}):
@@ -160,14 +160,14 @@ def evaluate(
     )
 
 
-def _plain(text: str, limits: Limits) -> bool:
+def is_plain_text(text: str, limits: Limits = DEFAULT_LIMITS) -> bool:
     """True when evaluating ``text`` cannot change it: no macro opener, no legacy marker, no
     escape for post-processing to undo, and short enough for the output limit."""
     return (
         "{{" not in text
         and "\\" not in text
         and "\u0000" not in text
-        and len(text) <= limits.max_output_chars
+        and len(text) <= max(0, limits.max_output_chars)
         and ("<" not in text or not has_legacy_marker(text))
     )
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.macros import CardFields, ChatMessage, MacroContext, evaluate
+from engine.macros import CardFields, ChatMessage, MacroContext, evaluate, is_plain_text
 from engine.macros.diagnostics import MacroTrace, MacroWarning, Mutation, Phase
 from engine.prompt.inputs import CharacterFields, HistoryLine, Persona
 
@@ -76,7 +76,7 @@ class EngineMacros:
         env: Mapping[str, object] | None,
         escape: Callable[[str], str] | None,
     ) -> str:
-        if not text:
+        if not text or (not env and is_plain_text(text)):
             return text
         env = env or {}
         outlets = env.get("outlets")
