@@ -76,7 +76,8 @@ class EngineMacros:
         env: Mapping[str, object] | None,
         escape: Callable[[str], str] | None,
     ) -> str:
-        if not text or (not env and is_plain_text(text)):
+        if not text or is_plain_text(text):
+            # Nothing to expand; ``env`` only feeds macros (each evaluating call sets outlets).
             return text
         env = env or {}
         outlets = env.get("outlets")
