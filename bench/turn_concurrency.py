@@ -6,6 +6,10 @@ server runs in a child process, as a real endpoint would. Target:
 wall time at most 1.5x of 5 x 200 ms, and no turn lost or duplicated (each session ends with
 floors 1..5 committed, holding its own five messages in order, each answered once).
 
+Before the engine runs, the same 200 x 5 pattern runs with the ``openai`` client alone
+(streamed requests, no engine, no database) against the same server: the floor that no engine
+in this process can go below on this machine. Both are printed side by side.
+
 Run from the repository root: ``python bench/turn_concurrency.py [--db URL] [--sessions N]``
 (default: a SQLite file in a temporary folder).
 """
@@ -63,6 +67,39 @@ async def _check(service: TavernService, keys: list[SessionKey]) -> int:
     return bad
 
 
+async def _client_only(base_url: str, sessions: int) -> tuple[float, float]:
+    """Wall and CPU time of ``sessions`` x TURNS streamed requests through the openai client
+    alone (CPU: this process only; the server's is its own)."""
+    from openai import AsyncOpenAI, AsyncStream
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+    client = AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0)
+
+    async def one(session: int) -> None:
+        for turn in range(1, TURNS + 1):
+            # The same call the engine's model adapter makes (a body already in wire form).
+            stream = await client.post(
+                "/chat/completions",
+                body={
+                    "model": "fake-model",
+                    "messages": [{"role": "user", "content": f"client-{session}/{turn}"}],
+                    "stream": True,
+                    "stream_options": {"include_usage": True},
+                },
+                cast_to=ChatCompletion,
+                stream=True,
+                stream_cls=AsyncStream[ChatCompletionChunk],
+            )
+            text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+            assert text == f"re: client-{session}/{turn}", text
+
+    start, cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(one(i) for i in range(sessions)))
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    await client.close()
+    return wall, cpu
+
+
 async def serve(max_requests: int) -> None:
     """Child process: the fake server, until standard input closes; then the request count."""
     async with FakeOpenAIServer(
@@ -82,12 +119,13 @@ async def run(url: str, sessions: int) -> int:
         sys.executable,
         __file__,
         "--serve",
-        str(sessions * TURNS + 10),
+        str(2 * sessions * TURNS + 10),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
     )
     assert server.stdin is not None and server.stdout is not None
     base_url = (await server.stdout.readline()).decode().strip()
+    client_wall, client_cpu = await _client_only(base_url, sessions)
     profile = LLMProfile(id="environment", model="fake-model", base_url=base_url, max_retries=0)
     service = TavernService(
         storage,
@@ -99,14 +137,14 @@ async def run(url: str, sessions: int) -> int:
         SessionKey(platform="bench", realm=f"r{i}", key=f"s{i}-{time.time_ns()}")
         for i in range(sessions)
     ]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     results = await asyncio.gather(
         *(_play(service, k, Speaker(id=k.key, name="Ann")) for k in keys)
     )
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     bad = await _check(service, keys)
     server.stdin.close()
-    requests = int((await server.stdout.readline()).decode().strip() or 0)
+    requests = int((await server.stdout.readline()).decode().strip() or 0) - sessions * TURNS
     await server.wait()
     await pool.aclose()
     await storage.close()
@@ -118,6 +156,12 @@ async def run(url: str, sessions: int) -> int:
     )
     print(
         f"wall time: {wall:.2f} s (ideal {ideal:.2f} s): {wall / ideal:.2f}x (target <= {TARGET}x)"
+    )
+    print(
+        f"the openai client alone, same pattern and server: {client_wall:.2f} s = "
+        f"{client_wall / ideal:.2f}x, {client_cpu * 1000 / (sessions * TURNS):.2f} ms of CPU per "
+        f"request; the engine's turns took {wall / client_wall:.2f}x that wall time and "
+        f"{cpu * 1000 / (sessions * TURNS):.2f} ms of CPU per turn (client included)"
     )
     print(
         f"turn latency: median {statistics.median(turn_times) * 1000:.0f} ms, "
