@@ -8,11 +8,12 @@ written in full, so an import never fails halfway.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
 from engine.errors import FormatError
+from engine.formats.fieldread import ObjectFields
 from engine.formats.json_input import type_name
 
 MAX_SHORT_TEXT: Final = 200
@@ -28,27 +29,15 @@ MAX_JSON_DEPTH: Final = 64
 _T = TypeVar("_T", bound=str)
 
 
-class Fields:
-    """Reads one JSON object of an archive; ``path`` prefixes field names in errors."""
+class Fields(ObjectFields):
+    """Reads one JSON object of an archive strictly; ``path`` prefixes field names in errors."""
 
-    __slots__ = ("data", "path", "source")
+    __slots__ = ()
 
-    def __init__(self, data: object, *, source: str, path: str) -> None:
-        if not isinstance(data, Mapping):
-            raise FormatError(
-                f"expected a JSON object, got {type_name(data)}", source=source, field=path
-            )
-        self.data: Mapping[str, Any] = data
-        self.source = source
-        self.path = path
-
-    def where(self, key: str) -> str:
-        """The dotted path of ``key``."""
-        return f"{self.path}.{key}" if self.path else key
-
-    def fail(self, key: str, problem: str) -> FormatError:
-        """An error about ``key``."""
-        return FormatError(problem, source=self.source, field=self.where(key))
+    @staticmethod
+    def describe(value: object) -> str:
+        """Type names as :mod:`engine.formats.json_input` words them (``boolean``)."""
+        return type_name(value)
 
     def _get(self, key: str) -> Any:
         if key not in self.data:

@@ -14,19 +14,26 @@ from typing import Any
 from engine.errors import FormatError
 
 
-class FieldReader:
-    """Reads fields of one JSON object; ``path`` prefixes every field name in errors."""
+class ObjectFields:
+    """One decoded JSON object and where it stands, the base of this module's loose reader and
+    the native archive's strict one (:class:`engine.formats.archive_fields.Fields`): ``source``
+    names the file and ``path`` prefixes every field name in errors."""
 
     __slots__ = ("data", "path", "source")
 
     def __init__(self, data: object, *, source: str, path: str) -> None:
         if not isinstance(data, Mapping):
             raise FormatError(
-                f"expected a JSON object, got {type_name(data)}", source=source, field=path
+                f"expected a JSON object, got {self.describe(data)}", source=source, field=path
             )
         self.data: Mapping[str, Any] = data
         self.source = source
         self.path = path
+
+    @staticmethod
+    def describe(value: object) -> str:
+        """The JSON name of ``value``'s type, as this reader's messages word it."""
+        return type_name(value)
 
     def where(self, key: str) -> str:
         """The dotted path of ``key`` inside this object."""
@@ -35,6 +42,12 @@ class FieldReader:
     def fail(self, key: str, problem: str) -> FormatError:
         """An error about field ``key``."""
         return FormatError(problem, source=self.source, field=self.where(key))
+
+
+class FieldReader(ObjectFields):
+    """Reads fields of one JSON object loosely, as SillyTavern does."""
+
+    __slots__ = ()
 
     def has(self, key: str) -> bool:
         """Whether ``key`` is present (even if ``null``)."""
