@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from engine.macros import diagnostics as d
 from engine.macros.jsvalues import JS_WHITESPACE, is_false_boolean, string_to_number
 from engine.macros.nodes import Item
+from engine.macros.paths import scan_quoted
 from engine.macros.variables import display, get
 
 if TYPE_CHECKING:
@@ -107,7 +108,10 @@ def _tokenize(items: list[Item]) -> list[tuple[int, Any]]:
                 i += len(op)
                 continue
             if ch in "'\"":
-                value, i = _quoted(text, i)
+                quoted = scan_quoted(text, i)
+                if quoted is None:
+                    raise ConditionError(d.MACRO_PARSE_FAILED, "unclosed quote in if condition")
+                value, i = quoted
                 tokens.append((_VAL, ("quoted", value)))
                 continue
             number = _NUMBER.match(text, i)
@@ -133,23 +137,6 @@ def _tokenize(items: list[Item]) -> list[tuple[int, Any]]:
                 "and or not contains startsWith, parentheses)",
             )
     return tokens
-
-
-def _quoted(text: str, i: int) -> tuple[str, int]:
-    quote = text[i]
-    out: list[str] = []
-    i += 1
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text):
-            out.append(text[i + 1])
-            i += 2
-            continue
-        if ch == quote:
-            return "".join(out), i + 1
-        out.append(ch)
-        i += 1
-    raise ConditionError(d.MACRO_PARSE_FAILED, "unclosed quote in if condition")
 
 
 class _Parser:

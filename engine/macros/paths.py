@@ -32,21 +32,26 @@ class Path:
     segments: tuple[str, ...]
 
 
-def _quoted(key: str, i: int) -> tuple[str, int]:
-    quote = key[i]
+def scan_quoted(text: str, i: int) -> tuple[str, int] | None:
+    """The quoted string opening at ``text[i]`` (``'`` or ``"``) and the index after its closing
+    quote; a backslash takes the next character as it is. None when the quote never closes.
+
+    Shared with ``{{if}}`` conditions, which quote their literals the same way; each caller
+    words its own error for an unclosed quote."""
+    quote = text[i]
     out: list[str] = []
     i += 1
-    while i < len(key):
-        ch = key[i]
-        if ch == "\\" and i + 1 < len(key):
-            out.append(key[i + 1])
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            out.append(text[i + 1])
             i += 2
             continue
         if ch == quote:
             return "".join(out), i + 1
         out.append(ch)
         i += 1
-    raise PathError("parse", f"unclosed quote in variable path {key!r}")
+    return None
 
 
 def _skip(key: str, i: int) -> int:
@@ -69,7 +74,10 @@ def parse_path(key: str) -> Path:
             i = _skip(key, i + 1)
             if i >= n or key[i] not in "'\"":
                 raise PathError("parse", f"only quoted keys may stand in brackets: {key!r}")
-            text, i = _quoted(key, i)
+            quoted = scan_quoted(key, i)
+            if quoted is None:
+                raise PathError("parse", f"unclosed quote in variable path {key!r}")
+            text, i = quoted
             i = _skip(key, i)
             if i >= n or key[i] != "]":
                 raise PathError("parse", f"unclosed bracket in variable path {key!r}")
