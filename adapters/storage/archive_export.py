@@ -1,31 +1,29 @@
 """Reading a whole session into a native archive (the export half of
-:mod:`adapters.storage.archive_repo`), with the table handles both halves use."""
+:mod:`adapters.storage.archive_repo`). The table handles are the repositories' own, so each
+table is declared once."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar
 
 from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.storage import convert
-from adapters.storage.memory_models import MemoryRecordRow, MemoryRelationRow
-from adapters.storage.memory_repo import record_of, relation_of
-from adapters.storage.models import (
-    AssetRow,
-    BranchRow,
-    FloorRow,
-    MessageRow,
-    PageRow,
-    PlatformLinkRow,
-    RealmRow,
-    SessionRow,
-    VariableLogRow,
-    VariableSnapshotRow,
-    VariableValueRow,
+from adapters.storage.memory_repo import RECORD, RELATION, record_of, relation_of
+from adapters.storage.timeline_repos import (
+    ASSET,
+    BRANCH,
+    FLOOR,
+    LINK,
+    MESSAGE,
+    PAGE,
+    REALM,
+    SESSION,
 )
+from adapters.storage.variable_repos import LOG, SNAPSHOT, VALUE
 from engine.formats import archive_memory as am
 from engine.formats.archive import (
     Archive,
@@ -43,20 +41,6 @@ from engine.formats.archive import (
 from engine.timeline.errors import TimelineNotFoundError
 from engine.variables.values import SCOPES, Scope
 
-REALM = cast(Table, RealmRow.__table__)
-SESSION = cast(Table, SessionRow.__table__)
-BRANCH = cast(Table, BranchRow.__table__)
-FLOOR = cast(Table, FloorRow.__table__)
-PAGE = cast(Table, PageRow.__table__)
-MESSAGE = cast(Table, MessageRow.__table__)
-LINK = cast(Table, PlatformLinkRow.__table__)
-ASSET = cast(Table, AssetRow.__table__)
-LOG = cast(Table, VariableLogRow.__table__)
-VALUE = cast(Table, VariableValueRow.__table__)
-SNAPSHOT = cast(Table, VariableSnapshotRow.__table__)
-RECORD = cast(Table, MemoryRecordRow.__table__)
-RELATION = cast(Table, MemoryRelationRow.__table__)
-
 ASSET_SETTINGS: Final = (
     ("card", "character"),
     ("preset", "preset"),
@@ -64,6 +48,8 @@ ASSET_SETTINGS: Final = (
     ("regex", "regex_sets"),
 )
 """Asset kinds and the session setting that binds each."""
+
+_V = TypeVar("_V")
 
 
 def utc(value: datetime | None) -> datetime | None:
@@ -79,6 +65,11 @@ class ArchiveExporter:
     async def _all(self, stmt: Any) -> list[Any]:
         return list(await self.db.execute(stmt))
 
+    async def _read(self, table: Table, where: Any, to_value: Callable[[Any], _V]) -> list[_V]:
+        """The rows of ``table`` that match ``where``, in id order, as engine values."""
+        rows = await self._all(select(table).where(where).order_by(table.c.id))
+        return [to_value(row) for row in rows]
+
     async def run(self, platform: str, key: str, now: datetime) -> Archive:
         row = (
             await self.db.execute(
@@ -92,46 +83,18 @@ class ArchiveExporter:
             (await self.db.execute(select(REALM).where(REALM.c.id == session.realm_id))).one()
         )
         sid = session.id
-        branches = [
-            convert.branch(r)
-            for r in await self._all(
-                select(BRANCH).where(BRANCH.c.session_id == sid).order_by(BRANCH.c.id)
-            )
-        ]
+        branches = await self._read(BRANCH, BRANCH.c.session_id == sid, convert.branch)
         b_index = {b.id: i for i, b in enumerate(branches)}
         in_session = select(BRANCH.c.id).where(BRANCH.c.session_id == sid)
-        floors = [
-            convert.floor(r)
-            for r in await self._all(
-                select(FLOOR).where(FLOOR.c.branch_id.in_(in_session)).order_by(FLOOR.c.id)
-            )
-        ]
+        floors = await self._read(FLOOR, FLOOR.c.branch_id.in_(in_session), convert.floor)
         f_index = {f.id: i for i, f in enumerate(floors)}
         floor_ids = select(FLOOR.c.id).where(FLOOR.c.branch_id.in_(in_session))
-        pages = [
-            convert.page(r)
-            for r in await self._all(
-                select(PAGE).where(PAGE.c.floor_id.in_(floor_ids)).order_by(PAGE.c.id)
-            )
-        ]
+        pages = await self._read(PAGE, PAGE.c.floor_id.in_(floor_ids), convert.page)
         p_index = {p.id: i for i, p in enumerate(pages)}
         page_ids = select(PAGE.c.id).where(PAGE.c.floor_id.in_(floor_ids))
-        messages = [
-            convert.message(r)
-            for r in await self._all(
-                select(MESSAGE).where(MESSAGE.c.floor_id.in_(floor_ids)).order_by(MESSAGE.c.id)
-            )
-        ]
-        links = [
-            convert.link(r)
-            for r in await self._all(
-                select(LINK).where(LINK.c.session_id == sid).order_by(LINK.c.id)
-            )
-        ]
-        log = [
-            convert.log_entry(r)
-            for r in await self._all(select(LOG).where(LOG.c.session_id == sid).order_by(LOG.c.id))
-        ]
+        messages = await self._read(MESSAGE, MESSAGE.c.floor_id.in_(floor_ids), convert.message)
+        links = await self._read(LINK, LINK.c.session_id == sid, convert.link)
+        log = await self._read(LOG, LOG.c.session_id == sid, convert.log_entry)
         touched = sorted({e.mutation.key for e in log if e.mutation.scope == "global"})
 
         def opt(index: Mapping[int, int], value: int | None) -> int | None:
