@@ -3,8 +3,11 @@
 Build a :class:`DiscordRunner` with a :class:`~engine.turns.api.RoleplayService` and
 :class:`DiscordOptions`, then ``await runner.run()`` (or ``start()`` / ``close()``).
 
-- A bound channel is a session (``/tavern start``, or ``channels`` in the options); its threads
-  are branches; a DM is a private session when ``allow_dms`` is on.
+- A bound channel is a session (``/tavern start`` with a character the guild imported, or
+  ``channels`` in the options); its threads are branches; a DM is a private session when
+  ``allow_dms`` is on.
+- Deleting a message hides its floor or page; ``/session export`` still writes it (marked
+  ``is_system``, as SillyTavern marks hidden messages) unless ``include_hidden`` is off.
 - Replies go through one webhook per channel with the character's name and avatar (the bot with
   the name in bold without Manage Webhooks), stream by edits within one shared budget, and split
   at 2000 characters without breaking markdown.

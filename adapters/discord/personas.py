@@ -1,9 +1,8 @@
 """Per-user personas per realm: the name a human plays under (``{{user}}`` for their lines).
 
-Names are cached here per realm and applied to each speaker. When the service keeps personas
-(``set_persona`` / ``persona``), ``/persona set`` stores them there too, and a user not seen
-since the bot started is looked up once, so personas survive restarts; without those calls
-they last as long as the process.
+The service keeps personas (``set_persona`` / ``persona``), so they survive restarts; names are
+cached here per realm and applied to each speaker, and a user not seen since the bot started is
+looked up once.
 """
 
 from __future__ import annotations
@@ -34,9 +33,6 @@ class Personas:
 
     async def load(self, key: SessionKey, user_ids: Iterable[str]) -> None:
         """Ask the service (once per user and realm) for personas not cached yet."""
-        getter = getattr(self.service, "persona", None)
-        if getter is None:
-            return
         for user_id in user_ids:
             where = (key.realm, user_id)
             if where in self._looked_up or user_id in self._names.get(key.realm, {}):
@@ -45,7 +41,7 @@ class Personas:
                 self._looked_up.clear()
             self._looked_up.add(where)
             try:
-                found = await getter(key, user_id)
+                found = await self.service.persona(key, user_id)
             except NotFoundError:  # no session here yet: nothing to ask
                 self._looked_up.discard(where)
                 continue
@@ -65,16 +61,14 @@ class Personas:
         """Set a user's persona in the realm of ``key`` (names and descriptions are capped)."""
         name = name.strip()[:MAX_PERSONA_NAME]
         description = description.strip()[:MAX_PERSONA_DESCRIPTION]
-        self._names.setdefault(key.realm, {})[user_id] = name
-        self._descriptions[(key.realm, user_id)] = description
-        setter = getattr(self.service, "set_persona", None)
-        if setter is None:
-            return
         try:
-            await setter(key, user_id, name, description)
+            await self.service.set_persona(key, user_id, name, description)
         except NotFoundError:
             # A channel without a session: personas are the realm's, so the realm's library
             # session takes it.
             library = library_key(key.realm)
             await self.service.open_session(library)
-            await setter(library, user_id, name, description)
+            await self.service.set_persona(library, user_id, name, description)
+        # Cached only once stored, so a refused persona is not applied either.
+        self._names.setdefault(key.realm, {})[user_id] = name
+        self._descriptions[(key.realm, user_id)] = description

@@ -25,7 +25,6 @@ REGENERATE = "🔄"
 PREVIOUS = "◀"
 NEXT = "▶"
 VARIATION_SELECTOR = "\ufe0f"
-SPEAKER_LOOKBACK = 50  # messages read back to find a floor's speakers after a restart
 
 
 def action_of(emoji: str) -> str | None:
@@ -63,7 +62,7 @@ class Reactions:
         place = place_of(channel, payload.user_id)
         if place is None or await self.sessions.binding(place.key) is None:
             return
-        record = await self._record(channel, place, payload.message_id)
+        record = await self._record(place, payload.message_id)
         if record is None or not await self._is_latest(record):
             self.ignored += 1
             return
@@ -80,7 +79,7 @@ class Reactions:
             _log.info("reaction %s refused: %s", action, exc)
         await self._remove(channel, payload)
 
-    async def _record(self, channel: object, place: Place, message_id: int) -> ReplyRecord | None:
+    async def _record(self, place: Place, message_id: int) -> ReplyRecord | None:
         record = self.turns.by_message.get(message_id)
         if record is not None:
             return record
@@ -93,44 +92,16 @@ class Reactions:
             floor=ref.floor,
             page=ref.page or 1,
             pages=ref.page or 1,
-            speakers=await self._speakers(channel, place, message_id, ref),
+            speakers=await self._speakers(place, ref),
             delivered=Delivered(message_ids=[message_id], texts=[""], webhook_id=None),
         )
         self.turns.by_message[message_id] = record
         return record
 
-    async def _speakers(
-        self, channel: object, place: Place, message_id: int, ref: PlatformRef
-    ) -> frozenset[str]:
-        """Who spoke on the reply's floor, for a reply from before a restart.
-
-        From the service's ``floor_speakers`` when it has one; otherwise the messages just
-        before the reply are read back from Discord (at most ``SPEAKER_LOOKBACK``) and each
-        human one is resolved to its floor through the service's message links.
-        """
-        lister = getattr(self.service, "floor_speakers", None)
-        if lister is not None:
-            speakers = await lister(place.key, ref.branch, ref.floor)
-            return frozenset(speaker.id for speaker in speakers)
-        if not isinstance(channel, discord.TextChannel | discord.Thread):
-            return frozenset()
-        found: set[str] = set()
-        try:
-            async for message in channel.history(
-                limit=SPEAKER_LOOKBACK, before=discord.Object(message_id)
-            ):
-                if message.author.bot or message.webhook_id is not None:
-                    continue
-                seen = await self.service.resolve_message(place.key, str(message.id))
-                if seen is None or seen.role != "user" or seen.branch != ref.branch:
-                    continue
-                if seen.floor < ref.floor:
-                    break  # an earlier floor: every input of this one was already seen
-                if seen.floor == ref.floor:
-                    found.add(str(message.author.id))
-        except discord.HTTPException as exc:
-            _log.info("could not read the speakers of floor %s: %s", ref.floor, exc)
-        return frozenset(found)
+    async def _speakers(self, place: Place, ref: PlatformRef) -> frozenset[str]:
+        """Who spoke on the reply's floor, for a reply from before a restart."""
+        speakers = await self.service.floor_speakers(place.key, ref.branch, ref.floor)
+        return frozenset(speaker.id for speaker in speakers)
 
     async def _is_latest(self, record: ReplyRecord) -> bool:
         place = record.place

@@ -1,10 +1,12 @@
 """Which channels are bound to a session, and which threads are branches of it.
 
 A channel is bound when its session exists in the service (``/tavern start``, the config, or an
-earlier run) and was not stopped (here, or for good when the service marks sessions closed).
-Answers are cached so that an unbound channel costs one service call, not one per message. A
-thread becomes its branch on first use: a thread opened on a bot reply forks after that reply's
-floor, any other thread forks after the latest floor.
+earlier run) and is not closed (``/tavern stop`` closes it in the service, so it stays stopped
+across restarts). The reply policy is the session's own setting (``set_session_option``); a
+session without one uses the adapter's default. Answers are cached so that an unbound channel
+costs one service call, not one per message. A thread becomes its branch on first use: a thread
+opened on a bot reply forks after that reply's floor, any other thread forks after the latest
+floor.
 """
 
 from __future__ import annotations
@@ -40,8 +42,6 @@ class Sessions:
         self.service = service
         self.default_policy = default_policy
         self._bound: dict[SessionKey, Binding | None] = {}
-        self._stopped: set[SessionKey] = set()
-        self._policies: dict[SessionKey, ReplyPolicy] = {}
         self._locks: dict[SessionKey, asyncio.Lock] = {}
 
     def lock(self, key: SessionKey) -> asyncio.Lock:
@@ -51,12 +51,10 @@ class Sessions:
     def _remember(self, info: SessionInfo) -> Binding:
         if len(self._bound) > MAX_CACHED_SESSIONS:
             self._bound.clear()
-        # A service that stores the reply policy has the last word (it survives restarts).
-        stored: ReplyPolicy | None = getattr(info, "reply_policy", None)
         binding = Binding(
             key=info.key,
             character=info.character,
-            policy=stored or self._policies.get(info.key, self.default_policy),
+            policy=info.reply_policy or self.default_policy,
             branches={b.name for b in info.branches},
         )
         self._bound[info.key] = binding
@@ -64,12 +62,10 @@ class Sessions:
 
     def is_bound(self, key: SessionKey) -> bool:
         """Whether ``key`` is known to be bound (from the cache only: no service call)."""
-        return key not in self._stopped and self._bound.get(key) is not None
+        return self._bound.get(key) is not None
 
     async def binding(self, key: SessionKey) -> Binding | None:
         """The binding of a session key, or None when the channel is not bound."""
-        if key in self._stopped:
-            return None
         if key in self._bound:
             return self._bound[key]
         try:
@@ -77,7 +73,7 @@ class Sessions:
         except NotFoundError:
             self._bound[key] = None
             return None
-        if getattr(info, "closed", False):
+        if info.closed:
             # Stopped with /tavern stop (in this run or an earlier one): the data stays.
             self._bound[key] = None
             return None
@@ -86,21 +82,19 @@ class Sessions:
     async def bind(
         self, key: SessionKey, *, character: str | None, policy: ReplyPolicy | None = None
     ) -> Binding:
-        """Bind (or rebind) a channel: open its session with ``character``."""
+        """Bind (or rebind) a channel: open (or reopen) its session with ``character`` and
+        store ``policy`` as the session's reply policy."""
         async with self.lock(key):
-            self._stopped.discard(key)
-            if policy is not None:
-                self._policies[key] = policy
             info = await self.service.open_session(key, character=character)
-            setter = getattr(self.service, "set_session_option", None)
-            if policy is not None and setter is not None:
-                info = await setter(key, "reply_policy", policy)
+            if policy is not None:
+                info = await self.service.set_session_option(key, "reply_policy", policy)
             return self._remember(info)
 
-    def unbind(self, key: SessionKey) -> None:
-        """Stop answering in a channel; the session and its data stay in the service."""
-        self._stopped.add(key)
-        self._bound.pop(key, None)
+    async def unbind(self, key: SessionKey) -> None:
+        """Stop answering in a channel: the service closes the session (its data stays)."""
+        async with self.lock(key):
+            await self.service.close_session(key)
+            self._bound.pop(key, None)
 
     def forget(self, key: SessionKey) -> None:
         """Drop cached knowledge of a session (after a reset or an import changed it)."""

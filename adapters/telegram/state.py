@@ -5,13 +5,8 @@
 - The latest reply shown per branch (its message ids), to move the swipe keyboard and to edit
   the reply in place on a swipe. Kept in memory: after a restart the keyboard still works on the
   message it is under.
-- The current branch of each private chat, kept by the service (``set_current_branch``) when
-  it offers that; otherwise persisted through the service as a link of the
-  reserved platform reference ``CURRENT_BRANCH_REF`` (Telegram message ids are numbers, so it
-  never clashes) to a floor of that branch; kept in memory as well. A link names the branch that
-  owns its floor, so a new fork (no floor of its own yet) cannot be named by one: the link is
-  checked after writing, and until it names the branch it is written again after the branch's
-  next turn (a restart in between comes back on the branch the chat played before).
+- The current branch of each private chat: the service keeps it (``current_branch`` /
+  ``set_current_branch``), so a restart comes back on it; cached here after the first read.
 - Group admin checks, cached for ``ADMIN_CACHE_S``; recently seen update ids.
 """
 
@@ -28,10 +23,9 @@ from dataclasses import dataclass
 from adapters.telegram.config import ADMIN_CACHE_S, SEEN_UPDATES
 from adapters.telegram.inbox import Inbox
 from engine.errors import EngineError
-from engine.turns.api import MAIN_BRANCH, PlatformRef, RoleplayService, SessionKey
+from engine.turns.api import MAIN_BRANCH, RoleplayService, SessionKey
 
 log = logging.getLogger("tavernbot.telegram.state")
-CURRENT_BRANCH_REF = "tavernbot:current-branch"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,7 +52,6 @@ class ChatState:
         self._locks: dict[tuple[int, int | None], _Lock] = {}
         self._shown: dict[tuple[SessionKey, str], Shown] = {}
         self._branches: dict[SessionKey, str] = {}
-        self._persisted: dict[SessionKey, str] = {}
         self._admins: dict[tuple[int, int], tuple[bool, float]] = {}
         self._seen: OrderedDict[int, None] = OrderedDict()
         self.inbox = Inbox()
@@ -104,67 +97,27 @@ class ChatState:
         for entry in [k for k in self._shown if k[0] == key]:
             del self._shown[entry]
         self._branches.pop(key, None)
-        self._persisted.pop(key, None)
 
     # ----------------------------------------------------------------- current branch
-    @property
-    def _native_branches(self) -> bool:
-        """Whether the service stores the current branch itself (``set_current_branch``)."""
-        return callable(getattr(self.service, "set_current_branch", None))
-
     async def current_branch(self, key: SessionKey) -> str:
         """The branch a private chat plays on (``main`` until it switches)."""
         if key in self._branches:
             return self._branches[key]
-        if self._native_branches:
-            try:
-                branch = await self.service.current_branch(key)
-            except EngineError as exc:
-                log.warning("current branch of %s unknown, playing on main: %s", key, exc)
-                branch = MAIN_BRANCH
-            self._branches[key] = self._persisted[key] = branch
-            return branch
         try:
-            ref = await self.service.resolve_message(key, CURRENT_BRANCH_REF)
-        except EngineError:
-            ref = None
-        branch = ref.branch if ref is not None else MAIN_BRANCH
+            branch = await self.service.current_branch(key)
+        except EngineError as exc:
+            log.warning("current branch of %s unknown, playing on main: %s", key, exc)
+            branch = MAIN_BRANCH
         self._branches[key] = branch
-        if ref is not None:
-            self._persisted[key] = branch
         return branch
 
-    async def switch_branch(self, key: SessionKey, branch: str, head: int) -> None:
-        """Make ``branch`` (whose latest floor is ``head``, 0 if none) the chat's current
-        branch, persisted through the service when a link can name it."""
+    async def switch_branch(self, key: SessionKey, branch: str) -> None:
+        """Make ``branch`` the chat's current branch (stored by the service)."""
         self._branches[key] = branch
-        self._persisted.pop(key, None)
-        if self._native_branches:
-            try:
-                await self.service.set_current_branch(key, branch)
-            except EngineError as exc:
-                log.warning("current branch of %s kept in memory only: %s", key, exc)
-            else:
-                self._persisted[key] = branch
-            return
-        await self._persist(key, branch, head)
-
-    async def played(self, key: SessionKey, branch: str, floor: int) -> None:
-        """A turn committed ``floor`` on ``branch``: persist the chat's current branch if it
-        is this one and its link does not name it yet (once per switch)."""
-        if self._branches.get(key) == branch and self._persisted.get(key) != branch:
-            await self._persist(key, branch, floor)
-
-    async def _persist(self, key: SessionKey, branch: str, floor: int) -> None:
-        ref = PlatformRef(branch=branch, floor=floor, page=None, role="user")
         try:
-            await self.service.link_message(key, CURRENT_BRANCH_REF, ref)
-            stored = await self.service.resolve_message(key, CURRENT_BRANCH_REF)
+            await self.service.set_current_branch(key, branch)
         except EngineError as exc:
-            log.info("current branch of %s kept in memory for now: %s", key, exc)
-            return
-        if stored is not None and stored.branch == branch:
-            self._persisted[key] = branch
+            log.warning("current branch of %s kept in memory only: %s", key, exc)
 
     # ----------------------------------------------------------------- admins
     def cached_admin(self, chat_id: int, user_id: int) -> bool | None:

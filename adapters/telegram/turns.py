@@ -51,8 +51,6 @@ class Turns:
                 return None
             await self._finish(bot, where, writer, view)
         await self._link_inputs(where, lines, view.floor)
-        if where.private:
-            await self.state.played(where.key, where.branch, view.floor)
         return view
 
     async def _link_inputs(self, where: Where, lines: Sequence[UserLine], floor: int) -> None:
@@ -117,13 +115,10 @@ class Turns:
         await self._finish(bot, where, writer, view)
 
     async def greet(self, bot: Bot, where: Where, user_name: str) -> ReplyView | None:
-        """Open an empty branch with the character's greeting (its alternates as pages) when
-        the service offers greetings (``greet``); None when there is nothing to greet with."""
-        greet = getattr(self.service, "greet", None)
-        if not callable(greet):
-            return None
+        """Open an empty branch with the character's greeting (its alternates as pages); None
+        when there is nothing to greet with (the branch has floors, the card no greeting)."""
         try:
-            view: ReplyView | None = await greet(where.key, where.branch, user_name=user_name)
+            view = await self.service.greet(where.key, where.branch, user_name=user_name)
         except EngineError as exc:
             log.warning("no greeting in %s: %s", where.key, exc)
             return None

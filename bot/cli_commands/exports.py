@@ -1,7 +1,9 @@
 """``tavernbot export chat|card|preset|worldbook|regex``: write sessions and assets out.
 
-- ``export chat --session NAME [--branch main] [--format jsonl|native] [-o FILE]``: one branch
-  as SillyTavern JSONL (the turn service's export), or the whole session as a native archive
+- ``export chat --session NAME [--branch main] [--format jsonl|native] [--no-include-hidden]
+  [-o FILE]``: one branch as SillyTavern JSONL (the turn service's export; floors and pages
+  hidden by a deleted message or a reset are kept, marked ``is_system`` as SillyTavern marks
+  hidden messages, unless ``--no-include-hidden``), or the whole session as a native archive
   (every branch, page, variable and memory record; see :mod:`engine.formats.archive`).
 - ``export card NAME [--png]``: the card as SillyTavern JSON, or as a PNG with ``chara`` and
   ``ccv3`` chunks when the stored card has a picture (imported from a PNG) or ``--png`` is
@@ -43,6 +45,12 @@ def register(sub: Any) -> None:
     parser.add_argument("--platform", default=CONSOLE, help="session platform (chat)")
     parser.add_argument("--branch", default="main", help="branch (chat, jsonl)")
     parser.add_argument("--format", choices=FORMATS, default="jsonl", help="chat format")
+    parser.add_argument(
+        "--include-hidden",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="jsonl: keep hidden floors, marked is_system as SillyTavern marks them (default)",
+    )
     parser.add_argument("--realm", default=DEFAULT_REALM, help="realm of the asset")
     parser.add_argument("--png", action="store_true", help="card as PNG even without a picture")
     parser.add_argument("-o", "--output", type=Path, default=None, help="file to write")
@@ -86,7 +94,7 @@ async def _produce(settings: Settings, args: argparse.Namespace) -> bytes:
                 )
                 return archive_to_bytes(archive)
             key = SessionKey(platform=args.platform, realm=args.realm, key=args.session)
-            return await service.export_chat(key, args.branch)
+            return await service.export_chat(key, args.branch, include_hidden=args.include_hidden)
         realm_id = await realm_id_of(storage, args.realm, create=False)
         kind: AssetKind = args.kind
         asset = await AssetService(storage).get(realm_id, kind, args.name)

@@ -90,6 +90,13 @@ class ChatEntry:
     raw: Mapping[str, object] = field(default_factory=dict)  # the imported line, if any
 
     @property
+    def is_hidden(self) -> bool:
+        """Hidden from the prompt by the user (SillyTavern's ``/hide``, the eye button): marked
+        ``is_system`` without a system-message ``extra.type``; ST's own system notes (help,
+        comments, ...) carry a type, a hidden message keeps its own name and ``is_user``."""
+        return self.is_system and not self.extra.get("type")
+
+    @property
     def pages(self) -> tuple[ChatPage, ...]:
         """The swipes, or the message text as the only page when there are none."""
         if self.swipes:

@@ -235,8 +235,12 @@ class RoleplayService(Protocol):
         """Assemble the prompt for ``text`` without calling the model."""
         ...
 
-    async def export_chat(self, key: SessionKey, branch: str) -> bytes:
-        """The branch as SillyTavern JSONL."""
+    async def export_chat(
+        self, key: SessionKey, branch: str, *, include_hidden: bool = False
+    ) -> bytes:
+        """The branch as SillyTavern JSONL. Hidden floors and pages (deleted platform
+        messages, a reset) are left out, or with ``include_hidden`` written as SillyTavern
+        writes hidden messages: ``"is_system": true`` (hidden pages stay among the swipes)."""
         ...
 
     async def reset(self, key: SessionKey) -> None:

@@ -222,13 +222,16 @@ class SessionOps(ServiceBase):
         target = await self._branch(ids.session_id, branch)
         return await dry_run(self, ids.session_id, target, text)
 
-    async def export_chat(self, key: SessionKey, branch: str) -> bytes:
-        """The branch as SillyTavern JSONL."""
+    async def export_chat(
+        self, key: SessionKey, branch: str, *, include_hidden: bool = False
+    ) -> bytes:
+        """The branch as SillyTavern JSONL (``include_hidden``: hidden floors too, marked
+        ``is_system`` as SillyTavern marks hidden messages)."""
         from engine.turns.transfer import export_chat
 
         ids = await self._session(key)
         target = await self._branch(ids.session_id, branch)
-        return await export_chat(self, ids.session_id, target)
+        return await export_chat(self, ids.session_id, target, include_hidden=include_hidden)
 
     async def reset(self, key: SessionKey) -> None:
         """Start the main branch over: its floors are hidden (kept) and its branch-scope

@@ -3,8 +3,10 @@
 - Cards, presets, world books and regex sets are validated with :mod:`engine.formats`, stored
   in the session's realm (the asset repository, by name) and bound to the session.
 - A SillyTavern chat (JSONL) is imported onto a new branch of the session (forked before any
-  floor), one floor per exchange, every swipe a page.
-- An export writes the branch as SillyTavern JSONL, every page of a floor as a swipe.
+  floor), one floor per exchange, every swipe a page; a hidden reply (``is_system`` without a
+  system-message type) comes in hidden, with its floor when its inputs were hidden too.
+- An export writes the branch as SillyTavern JSONL, every page of a floor as a swipe; hidden
+  floors and pages are left out, or written as SillyTavern writes hidden messages.
 - A dry run assembles the prompt the next message would get, persisting nothing.
 """
 
@@ -21,7 +23,7 @@ from engine.formats.preset import parse_preset
 from engine.formats.regex_scripts import parse_regex_scripts
 from engine.formats.st_chat import ChatEntry, ChatLog, ChatPage, chat_to_jsonl_bytes, parse_chat
 from engine.formats.worldbook import parse_worldbook
-from engine.timeline.values import Branch, Floor, Message, NewMessage
+from engine.timeline.values import Branch, Floor, Message, MessageRole, NewMessage
 from engine.turns.api import AssetKind, ImportSummary, SessionKey
 from engine.turns.context import read_turn
 from engine.turns.errors import NothingToDoError
@@ -37,6 +39,10 @@ EXPORT_PAGE: Final = 500
 """Floors read per unit of work while exporting."""
 """Top-level key of a stored card holding its picture (a PNG without card chunks, base64);
 the same key the command-line import uses, so ``export card`` writes a PNG again."""
+NARRATOR_TYPE: Final = "narrator"
+NOTE_TYPE: Final = "generic"
+"""SillyTavern's ``extra.type`` of a narrator message and of a generic system message: an
+exported system note carries one, so that importing it back does not read it as hidden."""
 ST_CHAT_SETTING: Final = "st_chat"
 """Session setting with the header of an imported SillyTavern chat (user and character names,
 ``chat_metadata``), written back by the export."""
@@ -112,16 +118,18 @@ async def _import_chat(
     main = await service._branch(session_id, "main")
     branch = await service.timeline.fork(main.id, name=name, after_floor=0)
     inputs: list[NewMessage] = []
+    hidden_inputs: list[bool] = []
     floors = 0
     for entry in log.entries:
-        if entry.is_user or entry.is_system:
+        if entry.is_user or (entry.is_system and not entry.is_hidden):
             inputs.append(
                 NewMessage(
-                    role="user" if entry.is_user else "system",
+                    role="user" if entry.is_user else _note_role(entry),
                     raw=entry.text,
                     speaker_name=entry.name,
                 )
             )
+            hidden_inputs.append(entry.is_hidden)
             continue
         floors += 1
         if floors > MAX_IMPORT_FLOORS:
@@ -131,23 +139,36 @@ async def _import_chat(
                 value=MAX_IMPORT_FLOORS,
             )
         floor = await service.timeline.open_floor(branch.id, inputs)
-        inputs = []
         await service.timeline.start_generating(floor.id)
         numbers: list[int] = []
+        page_ids: list[int] = []
         for page in entry.pages:
             added = await service.timeline.add_page(floor.id)
             reply = NewMessage(role="assistant", raw=page.text, speaker_name=entry.name)
             await service.timeline.commit_page(added.id, messages=[reply])
             numbers.append(added.number)
+            page_ids.append(added.id)
         if 0 <= entry.swipe_id < len(numbers) and numbers[entry.swipe_id] != numbers[-1]:
             await service.timeline.activate_page(floor.id, numbers[entry.swipe_id])
+        if entry.is_hidden:
+            await _hide(service, floor.id, page_ids, whole_floor=all(hidden_inputs))
+        # A hidden input before a visible reply is imported visible: the timeline hides
+        # floors and pages, and only a platform deletion hides one input of a floor.
+        inputs, hidden_inputs = [], []
     return ImportSummary(
         kind="chat", name=name, details={"floors": floors, "branch": name, "session": key.key}
     )
 
 
-async def export_chat(service: ServiceBase, session_id: int, branch: Branch) -> bytes:
-    """The branch as SillyTavern JSONL (all pages of each floor as swipes)."""
+async def export_chat(
+    service: ServiceBase, session_id: int, branch: Branch, *, include_hidden: bool = False
+) -> bytes:
+    """The branch as SillyTavern JSONL (the committed pages of each floor as swipes).
+
+    Hidden floors, inputs and replies (a deleted platform message, a reset) are left out, and
+    hidden pages are left out of the swipes; with ``include_hidden`` they are all written, a
+    hidden message with ``"is_system": true`` as SillyTavern writes a hidden message.
+    """
     entries: list[ChatEntry] = []
     user_name: str | None = None
     char_name: str | None = None
@@ -164,27 +185,37 @@ async def export_chat(service: ServiceBase, session_id: int, branch: Branch) -> 
             pages = await uow.pages.of_floors(floor_ids)
             messages = await uow.messages.of_floors(floor_ids)
         for floor, active in pairs:
-            if floor.hidden:
+            if floor.hidden and not include_hidden:
                 continue
             own = [m for m in messages if m.floor_id == floor.id]
             for m in own:
-                if m.page_id is None and not m.hidden:
+                hidden = floor.hidden or m.hidden
+                if m.page_id is None and (include_hidden or not hidden):
                     user_name = user_name or m.speaker_name
-                    entries.append(_entry(m, is_user=m.role == "user"))
-            floor_pages = [p for p in pages if p.floor_id == floor.id]
-            texts: list[str] = []
-            for number in committed_numbers(floor_pages):
-                page = next(p for p in floor_pages if p.number == number)
-                texts.append("".join(m.raw for m in own if m.page_id == page.id))
+                    entries.append(_entry(m, is_user=m.role == "user", hidden=hidden))
             reply = [m for m in own if m.page_id == active.id]
             if not reply:
                 continue
+            # A deleted reply hides its page; shown as the floor's reply, that hides the reply.
+            hidden = floor.hidden or active.hidden or any(m.hidden for m in reply)
+            if hidden and not include_hidden:
+                continue
+            floor_pages = {p.number: p for p in pages if p.floor_id == floor.id}
+            numbers = [
+                n
+                for n in committed_numbers(list(floor_pages.values()))
+                if include_hidden or not floor_pages[n].hidden
+            ]
+            texts = [
+                "".join(m.raw for m in own if m.page_id == floor_pages[n].id) for n in numbers
+            ]
             char_name = char_name or reply[0].speaker_name
-            swipe_id = committed_numbers(floor_pages).index(active.number)
+            swipe_id = numbers.index(active.number)
             entries.append(
                 ChatEntry(
                     name=reply[0].speaker_name or "",
                     is_user=False,
+                    is_system=hidden,
                     text="".join(m.raw for m in reply),
                     send_date=reply[0].created_at,
                     swipes=tuple(ChatPage(text=t) for t in texts) if len(texts) > 1 else (),
@@ -209,17 +240,39 @@ async def export_chat(service: ServiceBase, session_id: int, branch: Branch) -> 
     return chat_to_jsonl_bytes(log)
 
 
+def _note_role(entry: ChatEntry) -> MessageRole:
+    """The role of a SillyTavern system note (``is_system`` with a message type)."""
+    return "narrator" if entry.extra.get("type") == NARRATOR_TYPE else "system"
+
+
+async def _hide(
+    service: ServiceBase, floor_id: int, page_ids: list[int], *, whole_floor: bool
+) -> None:
+    """An imported hidden reply: the whole floor when its inputs were hidden too (as a
+    deleted input hides its floor), else the reply's pages (its inputs stay in the story)."""
+    async with service.storage.unit_of_work() as uow:
+        if whole_floor:
+            await uow.floors.set_hidden(floor_id, True)
+            return
+        for page_id in page_ids:
+            await uow.pages.set_hidden(page_id, True)
+
+
 def _text_or(value: object, default: str | None) -> str | None:
     return value if isinstance(value, str) and value else default
 
 
-def _entry(message: Message, *, is_user: bool) -> ChatEntry:
+def _entry(message: Message, *, is_user: bool, hidden: bool = False) -> ChatEntry:
+    note = message.role in ("system", "narrator")
     return ChatEntry(
         name=message.speaker_name or ("User" if is_user else ""),
         is_user=is_user,
-        is_system=message.role in ("system", "narrator"),
+        # SillyTavern marks hidden messages and system notes alike with is_system; a note
+        # carries its message type, which tells it from a hidden message on import.
+        is_system=hidden or note,
         text=message.raw,
         send_date=message.created_at,
+        extra={"type": NARRATOR_TYPE if message.role == "narrator" else NOTE_TYPE} if note else {},
     )
 
 

@@ -374,9 +374,25 @@ class FakeRoleplayService:
     async def dry_run(self, key: SessionKey, branch: str, text: str) -> Mapping[str, Any]:
         return {"messages": [{"role": "user", "content": text, "sources": []}]}
 
-    async def export_chat(self, key: SessionKey, branch: str) -> bytes:
-        views = await self.history(key, branch, limit=10_000)
-        return "\n".join(json.dumps({"mes": v.text, "is_user": False}) for v in views).encode()
+    async def export_chat(
+        self, key: SessionKey, branch: str, *, include_hidden: bool = False
+    ) -> bytes:
+        """The replies, one JSON line each; hidden floors only with ``include_hidden``, then
+        marked ``is_system`` as SillyTavern marks hidden messages."""
+        self.calls.append(("export_chat", (key, branch, include_hidden)))
+        session = self._session(key)
+        character = session.character or self.default_character
+        rows = [
+            {
+                "name": character,
+                "is_user": False,
+                "is_system": floor.hidden,
+                "mes": floor.pages[floor.active],
+            }
+            for floor in self._lineage(session, self._branch(key, branch))
+            if floor.pages and (include_hidden or not floor.hidden)
+        ]
+        return "\n".join(json.dumps(row) for row in rows).encode()
 
     async def reset(self, key: SessionKey) -> None:
         self.calls.append(("reset", key))
@@ -418,12 +434,6 @@ class FakeRoleplayService:
     def remember(self, realm: str, memory: MemoryView) -> None:
         """Put a memory into ``realm`` (what the memory agent would have written)."""
         self.memory[memory.id] = (realm, memory)
-
-
-class FullFakeRoleplayService(FakeRoleplayService):
-    """The fake with the front-end operations too (personas, memory, asset binding, current
-    branch, options, closing, floor speakers). The base class leaves them out so that tests of
-    a front end's fallback (the service does not offer a call yet) keep a service without."""
 
     async def greet(
         self, key: SessionKey, branch: str = MAIN_BRANCH, *, user_name: str = "User"
@@ -536,3 +546,7 @@ class FullFakeRoleplayService(FakeRoleplayService):
         for line in floors[floor - 1].lines:
             speakers.setdefault(line.speaker.id, line.speaker)
         return list(speakers.values())
+
+
+FullFakeRoleplayService = FakeRoleplayService
+"""The same fake under its former name (it used to be the subclass with the front-end calls)."""

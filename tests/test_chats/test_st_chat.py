@@ -115,6 +115,24 @@ def test_st15_chat_round_trip() -> None:
     assert chat_to_jsonl(parse_chat(exported, source="again")) == exported
 
 
+def test_hidden_messages_are_told_from_system_notes() -> None:
+    """``/hide`` sets is_system on a message that keeps its name and is_user; SillyTavern's
+    own system notes carry a message type in ``extra``."""
+    log = parse_chat(
+        jsonl(
+            {"user_name": "Ann", "character_name": "Bo"},
+            {"name": "Ann", "is_user": True, "is_system": True, "mes": "hidden line"},
+            {"name": "Bo", "is_user": False, "is_system": True, "mes": "hidden reply"},
+            {"name": "Bo", "is_user": False, "is_system": False, "mes": "shown reply"},
+            {"name": "System", "is_system": True, "mes": "note", "extra": {"type": "comment"}},
+            {"name": "Bo", "is_system": True, "mes": "no type", "extra": {"type": ""}},
+        ),
+        source="hidden.jsonl",
+    )
+    assert [e.is_hidden for e in log.entries] == [True, True, False, False, True]
+    assert chat_to_jsonl(parse_chat(chat_to_jsonl(log), source="again")) == chat_to_jsonl(log)
+
+
 def test_st13_chat_dates_and_swipes() -> None:
     log = parse_chat(ST13, source="st13.jsonl")
     assert log.create_date == datetime(2025, 9, 7, 10, 38, 35, 123000, tzinfo=UTC)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -185,9 +186,15 @@ async def start_bot(fake: FakeDiscord, service: PacedService) -> AsyncIterator[S
         assert runner.tasks.failures == [], runner.tasks.failures
 
 
+def card(name: str) -> tuple[str, bytes]:
+    """A card file the fake service imports (it only reads the name)."""
+    return (f"{name.lower()}.json", json.dumps({"name": name}).encode())
+
+
 async def bind(world: World, channel: Channel | None = None, character: str = "Seraphina") -> None:
-    """A game master binds a channel with /tavern start."""
-    record = await world.fake.slash(
-        channel or world.rp, world.gm, "tavern start", character=character
-    )
+    """A game master imports ``character`` and binds a channel to it with /tavern start."""
+    where = channel or world.rp
+    imported = await world.fake.slash(where, world.gm, "character import", file=card(character))
+    assert f"Imported card **{character}**" in imported.text, imported.text
+    record = await world.fake.slash(where, world.gm, "tavern start", character=character)
     assert "plays here now" in record.text, record.text

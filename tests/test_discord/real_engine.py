@@ -121,11 +121,6 @@ async def engine(tmp_path: Path, model: FakeOpenAIServer) -> AsyncIterator[Engin
     await found.close()
 
 
-def offers(method: str) -> bool:
-    """Whether the engine's service offers a front-end call the adapter uses when present."""
-    return callable(getattr(TavernService, method, None))
-
-
 RealStarter = Callable[..., Awaitable[DiscordRunner]]
 
 

@@ -4,33 +4,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from adapters.discord.convert import library_key, session_key
-from engine.turns.api import AssetKind, OnText, ReplyView, SessionKey, UserLine
+from engine.turns.api import MemoryView, OnText, ReplyView, SessionKey, UserLine
 from tests.fakes.discord import FakeDiscord
-from tests.test_discord.conftest import PacedService, Starter, World, bind
+from tests.test_discord.conftest import PacedService, Starter, World, bind, card
 
 CARD = ("aqua.json", json.dumps({"name": "Aqua", "description": "a goddess"}).encode())
 
 
-@dataclass(frozen=True)
-class Memory:
-    id: str
-    text: str
-
-
 class ExtendedService(PacedService):
-    """The fake service plus the calls the Discord front end asks the engine for."""
+    """The fake service, recording the variables each turn saw."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.bound: dict[SessionKey, dict[str, set[str]]] = {}
-        self.closed: list[SessionKey] = []
-        self.forgotten: list[str] = []
         self.vars_at_respond: list[dict[str, Any]] = []
 
     async def respond(
@@ -43,27 +33,6 @@ class ExtendedService(PacedService):
     ) -> ReplyView:
         self.vars_at_respond.append(await self.variables(key, branch))
         return await super().respond(key, branch, lines, on_text=on_text)
-
-    async def list_assets(self, key: SessionKey, kind: AssetKind) -> list[str]:
-        return sorted(name for realm, k, name in self.assets if realm == key.realm and k == kind)
-
-    async def bind_asset(self, key: SessionKey, kind: AssetKind, name: str) -> None:
-        self.bound.setdefault(key, {}).setdefault(kind, set()).add(name)
-
-    async def unbind_asset(self, key: SessionKey, kind: AssetKind, name: str) -> None:
-        self.bound.setdefault(key, {}).setdefault(kind, set()).discard(name)
-
-    async def memories(
-        self, key: SessionKey, branch: str, *, query: str | None = None, limit: int = 20
-    ) -> list[Memory]:
-        found = [Memory("m1", "Alice owes the innkeeper"), Memory("m2", "The well is cursed")]
-        return [m for m in found if query is None or query.lower() in m.text.lower()][:limit]
-
-    async def forget_memory(self, key: SessionKey, memory_id: str) -> None:
-        self.forgotten.append(memory_id)
-
-    async def close_session(self, key: SessionKey) -> None:
-        self.closed.append(key)
 
 
 # (command line, options, expected text for a permitted user)
@@ -95,6 +64,14 @@ WRITES = [
     ("tavern start", {"character": "Aqua"}, "**Aqua** plays here now"),
     ("tavern stop", {}, "The tavern is closed here"),
 ]
+# What a game master does before a write can work (the asset it names must be imported).
+NEEDS: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "character set": [("character import", {"file": CARD})],
+    "tavern start": [("character import", {"file": CARD})],
+    "preset set": [("preset import", {"file": ("p.json", b'{"name": "Dark"}')})],
+    "worldbook attach": [("worldbook import", {"file": ("w.json", b'{"name": "Eldoria"}')})],
+    "worldbook detach": [("worldbook import", {"file": ("w.json", b'{"name": "Eldoria"}')})],
+}
 
 
 async def _prepared(fake: FakeDiscord, world: World, start_bot: Starter) -> ExtendedService:
@@ -105,6 +82,12 @@ async def _prepared(fake: FakeDiscord, world: World, start_bot: Starter) -> Exte
     await fake.say(world.rp, world.alice, "hello")
     await fake.wait_for(lambda: service.respond_calls(), what="a first floor")
     await fake.wait_idle(quiet=0.15)
+    realm = str(world.guild.id)
+    for number, text in ((1, "Alice owes the innkeeper"), (2, "The well is cursed")):
+        service.remember(
+            realm,
+            MemoryView(id=f"m{number}", kind="fact", text=text, scope="chat", importance=0.5),
+        )
     return service
 
 
@@ -133,6 +116,9 @@ async def test_writes_need_the_game_master(
     expected: str,
 ) -> None:
     service = await _prepared(fake, world, start_bot)
+    for needed, needed_options in NEEDS.get(line, []):
+        done = await fake.slash(world.rp, world.gm, needed, **needed_options)
+        assert "Imported" in done.text, done.text
     calls_before = len(service.calls)
     refused = await fake.slash(world.rp, world.alice, line, **options)
     assert "Game Master" in refused.text and refused.ephemeral
@@ -157,8 +143,33 @@ async def test_manage_server_counts_as_game_master(
     fake: FakeDiscord, world: World, start_bot: Starter, service: PacedService
 ) -> None:
     await start_bot()
+    await fake.slash(world.rp2, world.gm2, "character import", file=card("Kazuma"))
     record = await fake.slash(world.rp2, world.gm2, "tavern start", character="Kazuma")
     assert "**Kazuma** plays here now" in record.text
+
+
+async def test_start_refuses_a_character_this_guild_never_imported(
+    fake: FakeDiscord, world: World, start_bot: Starter, service: PacedService
+) -> None:
+    await start_bot()
+    key = session_key(world.guild.id, world.rp.id)
+    nothing = await fake.slash(world.rp, world.gm, "tavern start", character="Aqua")
+    assert "No character **Aqua**" in nothing.text and "`/character import`" in nothing.text
+    assert nothing.ephemeral
+    # Another guild's card does not count either.
+    await fake.slash(world.rp2, world.gm2, "character import", file=card("Kazuma"))
+    await fake.slash(world.rp, world.gm, "character import", file=CARD)
+    other = await fake.slash(world.rp, world.gm, "tavern start", character="Kazuma")
+    assert "No character **Kazuma** here. Imported: Aqua." in other.text, other.text
+    assert other.ephemeral
+    assert key not in service.sessions
+    await fake.say(world.rp, world.alice, "hello?")
+    await fake.wait_idle(quiet=0.3)
+    assert service.respond_calls() == []
+    # Names match exactly first, then ignoring case; the card's own spelling is bound.
+    started = await fake.slash(world.rp, world.gm, "tavern start", character="aQUA")
+    assert "**Aqua** plays here now" in started.text, started.text
+    assert service.sessions[key].character == "Aqua"
 
 
 async def test_vars_set_reaches_the_next_prompt_and_stays_in_its_guild(
@@ -172,6 +183,7 @@ async def test_vars_set_reaches_the_next_prompt_and_stays_in_its_guild(
     seen = service.vars_at_respond[-1]
     assert (seen["weather"], seen["mood"], seen["gold"]) == ("storm", "grim", 10)
     # The second guild sees nothing of the first.
+    await fake.slash(world.rp2, world.gm2, "character import", file=card("Kazuma"))
     await fake.slash(world.rp2, world.gm2, "tavern start", character="Kazuma")
     for scope in (None, "global", "chat"):
         options = {"scope": scope} if scope else {}
@@ -202,20 +214,21 @@ async def test_autocomplete_offers_characters_and_variables_of_this_guild_only(
     ) == ["gold"]
 
 
-async def test_unbound_channel_and_missing_engine_calls_are_explained(
+async def test_unbound_channel_and_unknown_assets_are_explained(
     fake: FakeDiscord, world: World, start_bot: Starter, service: PacedService
 ) -> None:
     await start_bot()
     unbound = await fake.slash(world.other, world.alice, "vars list")
     assert "not bound" in unbound.text
     await bind(world)
-    for line, options in [
-        ("preset set", {"name": "Dark"}),
-        ("memory list", {}),
-        ("worldbook attach", {"name": "X"}),
+    for line, options, what in [
+        ("preset set", {"name": "Dark"}, "preset"),
+        ("worldbook attach", {"name": "X"}, "worldbook"),
     ]:
         record = await fake.slash(world.rp, world.gm, line, **options)
-        assert "cannot" in record.text and "yet" in record.text
+        assert f"no {what} named" in record.text, record.text
+    info = await service.session_info(session_key(world.guild.id, world.rp.id))
+    assert (info.preset, info.worldbooks) == (None, ())
 
 
 async def test_importing_into_an_unbound_channel_does_not_start_playing(
@@ -243,7 +256,8 @@ async def test_stop_keeps_the_story_and_start_resumes_it(
     await fake.wait_idle(quiet=0.3)
     assert len(service.respond_calls()) == 1
     key = session_key(world.guild.id, world.rp.id)
-    assert service.closed == [key]
+    assert ("close_session", key) in service.calls
+    assert (await service.session_info(key)).closed
     await bind(world)
     await fake.say(world.rp, world.alice, "back again")
     await fake.wait_for(lambda: len(service.respond_calls()) == 2, what="resumed")

@@ -51,9 +51,9 @@ async def test_reply_tracking_is_bounded(
 async def test_oversized_attachment_is_refused(
     fake: FakeDiscord, world: World, start_bot: Starter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(assets, "MAX_ATTACHMENT_BYTES", 10)
     await start_bot()
     await bind(world)
+    monkeypatch.setattr(assets, "MAX_ATTACHMENT_BYTES", 10)
     record = await fake.slash(
         world.rp, world.gm, "character import", file=("big.json", b'{"name": "Too big to import"}')
     )

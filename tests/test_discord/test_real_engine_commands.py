@@ -23,7 +23,6 @@ from tests.test_discord.real_engine import (
     key_of,
     model,
     narrator_requests,
-    offers,
     prompt_text,
     reply_text,
     say_and_wait,
@@ -146,28 +145,22 @@ async def _reset(ctx: Ctx) -> bool:
 
 
 async def _stopped(ctx: Ctx) -> bool:
-    """No more replies here; a service that keeps the flag marks the session closed."""
+    """No more replies here, and the service marks the session closed."""
     asked = len(ctx.model.chat_requests)
     await ctx.fake.say(ctx.world.rp, ctx.world.alice, "anyone?")
     await ctx.fake.wait_idle(quiet=0.3)
-    closed = getattr(await _info(ctx), "closed", True)
-    return len(ctx.model.chat_requests) == asked and closed
+    return len(ctx.model.chat_requests) == asked and (await _info(ctx)).closed
 
 
 @dataclass(frozen=True)
 class Write:
-    """A write command: options, game-master commands run first, the answer, its effect.
-
-    ``needs`` names the service call it relies on: without it the adapter explains that the
-    engine cannot do it yet, and nothing changes.
-    """
+    """A write command: options, game-master commands run first, the answer, its effect."""
 
     line: str
     options: dict[str, Any]
     answer: str
     effect: Check
     before: tuple[tuple[str, dict[str, Any]], ...] = ()
-    needs: str | None = None
 
 
 WRITES = [
@@ -187,14 +180,13 @@ WRITES = [
         ),
     ),
     Write("preset import", {"file": PRESET}, "Imported preset **dark**", _preset),
-    Write("preset set", {"name": "dark"}, "Using preset **dark**", _preset, needs="bind_asset"),
+    Write("preset set", {"name": "dark"}, "Using preset **dark**", _preset),
     Write("worldbook import", {"file": WORLDBOOK}, "Imported worldbook **eldoria**", _attached),
     Write(
         "worldbook attach",
         {"name": "eldoria"},
         "Using worldbook **eldoria**",
         _attached,
-        needs="bind_asset",
     ),
     Write(
         "worldbook detach",
@@ -202,36 +194,32 @@ WRITES = [
         "Detached worldbook **eldoria**",
         _detached,
         before=(("worldbook import", {"file": WORLDBOOK}),),
-        needs="unbind_asset",
     ),
     Write("regex import", {"file": REGEX}, "Imported regex **trim**", _regex),
     Write("session reset", {}, "starts over", _reset),
-    Write("tavern start", {"character": "Kazuma"}, "**Kazuma** plays here now", _kazuma),
+    Write(
+        "tavern start",
+        {"character": "Kazuma"},
+        "**Kazuma** plays here now",
+        _kazuma,
+        # Imported in another channel: known to the guild, not played in #rp yet.
+        before=(("character import", {"file": OTHER_CARD, "channel": "other"}),),
+    ),
     Write("tavern stop", {}, "The tavern is closed here", _stopped),
 ]
-READS: list[tuple[str, dict[str, Any], str, str | None]] = [
-    ("vars list", {}, "`gold` = 10", None),
-    ("vars get", {"name": "gold"}, "`gold` = 10", None),
-    ("vars history", {"name": "gold"}, "chat · explicit: 10", None),
-    ("character info", {}, f"Character: **{CARD_NAME}**", None),
-    ("session info", {}, "Session `discord/", None),
-    ("session export", {}, "Exported branch `main`", None),
-    (
-        "preview",
-        {"text": "I am {{char}}, gold {{getvar::gold}}"},
-        f"I am {CARD_NAME}, gold 10",
-        None,
-    ),
-    ("dryrun", {"text": "probe"}, "Assembled prompt:", None),
-    ("memory list", {}, "Nothing remembered.", "memories"),
-    ("memory search", {"query": "well"}, "Nothing remembered about “well”.", "memories"),
-    ("persona show", {}, "No persona", None),
+READS: list[tuple[str, dict[str, Any], str]] = [
+    ("vars list", {}, "`gold` = 10"),
+    ("vars get", {"name": "gold"}, "`gold` = 10"),
+    ("vars history", {"name": "gold"}, "chat · explicit: 10"),
+    ("character info", {}, f"Character: **{CARD_NAME}**"),
+    ("session info", {}, "Session `discord/"),
+    ("session export", {}, "Exported branch `main`"),
+    ("preview", {"text": "I am {{char}}, gold {{getvar::gold}}"}, f"I am {CARD_NAME}, gold 10"),
+    ("dryrun", {"text": "probe"}, "Assembled prompt:"),
+    ("memory list", {}, "Nothing remembered."),
+    ("memory search", {"query": "well"}, "Nothing remembered about “well”."),
+    ("persona show", {}, "No persona"),
 ]
-
-
-def not_yet(method: str) -> str:
-    """How the adapter answers when the service lacks ``method``."""
-    return f"yet (the service has no `{method}`)"
 
 
 async def _prepared(
@@ -249,9 +237,7 @@ async def _prepared(
     )
 
 
-@pytest.mark.parametrize(
-    ("line", "options", "expected", "needs"), READS, ids=[r[0] for r in READS]
-)
+@pytest.mark.parametrize(("line", "options", "expected"), READS, ids=[r[0] for r in READS])
 async def test_reads_are_open_to_members(
     fake: FakeDiscord,
     world: World,
@@ -260,12 +246,9 @@ async def test_reads_are_open_to_members(
     line: str,
     options: dict[str, Any],
     expected: str,
-    needs: str | None,
 ) -> None:
     await _prepared(fake, world, start_real, model)
     record = await fake.slash(world.rp, world.alice, line, **options)
-    if needs is not None and not offers(needs):
-        expected = not_yet(needs)
     assert expected in record.text, record.text
     assert record.ephemeral
     if line == "session export":
@@ -288,7 +271,9 @@ async def test_writes_need_the_game_master(
 ) -> None:
     await _prepared(fake, world, start_real, model)
     for setup, values in write.before:
-        await fake.slash(world.rp, world.gm, setup, **values)
+        where = world.other if values.get("channel") == "other" else world.rp
+        values = {k: v for k, v in values.items() if k != "channel"}
+        await fake.slash(where, world.gm, setup, **values)
     ctx = Ctx(fake=fake, world=world, model=model, svc=engine.svc, key=key_of(world))
     state = await _state(engine.svc, ctx.key)
     refused = await fake.slash(world.rp, world.alice, write.line, **write.options)
@@ -296,10 +281,6 @@ async def test_writes_need_the_game_master(
     assert await _state(engine.svc, ctx.key) == state, "a refused command changed nothing"
     allowed = await fake.slash(world.rp, world.gm, write.line, **write.options)
     assert allowed.ephemeral
-    if write.needs is not None and not offers(write.needs):
-        assert not_yet(write.needs) in allowed.text, allowed.text
-        assert await _state(engine.svc, ctx.key) == state
-        return
     assert write.answer in allowed.text, allowed.text
     assert await write.effect(ctx)
 
@@ -362,8 +343,17 @@ async def test_vars_set_reaches_the_next_prompt_and_no_other_guild(
     )
     prompt = prompt_text(narrator_requests(model)[-1])
     assert "Mood: grim." in prompt and "Weather: storm." in prompt
-    # A second guild sees none of it.
-    record = await fake.slash(world.rp2, world.gm2, "tavern start", character=CARD_NAME)
+    # A second guild sees none of it: not even the first guild's card.
+    assert (
+        await fake.autocomplete(
+            world.rp2, world.gm2, "tavern start", focused="character", character=""
+        )
+        == []
+    )
+    refused = await fake.slash(world.rp2, world.gm2, "tavern start", character=CARD_NAME)
+    assert f"No character **{CARD_NAME}** here: none is imported yet" in refused.text
+    await fake.slash(world.rp2, world.gm2, "character import", file=OTHER_CARD)
+    record = await fake.slash(world.rp2, world.gm2, "tavern start", character="Kazuma")
     assert "plays here now" in record.text
     for scope in (None, "global", "chat", "branch"):
         options = {"scope": scope} if scope else {}
@@ -376,12 +366,9 @@ async def test_vars_set_reaches_the_next_prompt_and_no_other_guild(
     )
     assert shown.text == "[|]"
     assert await fake.autocomplete(world.rp2, world.gm2, "vars get", focused="name", name="") == []
-    assert (
-        await fake.autocomplete(
-            world.rp2, world.gm2, "tavern start", focused="character", character=""
-        )
-        == []
-    )
+    assert await fake.autocomplete(
+        world.rp2, world.gm2, "tavern start", focused="character", character=""
+    ) == ["Kazuma"]
     await say_and_wait(
         fake, world.rp2, world.gm2, "hello there", done=lambda: webhook_replies(fake, world.rp2.id)
     )

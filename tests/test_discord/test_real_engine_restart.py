@@ -1,6 +1,5 @@
 """On the real engine, across a restart: what the service keeps (personas, closed sessions,
-the realm's assets for autocomplete) still holds; without those calls the adapter's in-process
-fallback is shown to end with the process, as documented."""
+the realm's assets for autocomplete) still holds."""
 
 from __future__ import annotations
 
@@ -19,7 +18,6 @@ from tests.test_discord.real_engine import (
     key_of,
     model,
     narrator_requests,
-    offers,
     prompt_text,
     reply_text,
     say_and_wait,
@@ -39,7 +37,7 @@ async def _restart(runner: object, engine: Engine, start_real: RealStarter) -> N
     await start_real()
 
 
-async def test_personas_name_the_speaker_and_survive_a_restart_when_the_service_keeps_them(
+async def test_personas_name_the_speaker_and_survive_a_restart(
     fake: FakeDiscord,
     world: World,
     start_real: RealStarter,
@@ -70,16 +68,11 @@ async def test_personas_name_the_speaker_and_survive_a_restart_when_the_service_
         "I play a song.",
         done=lambda: len(webhook_replies(fake, world.rp.id)) == 2,
     )
-    prompt = prompt_text(narrator_requests(model)[-1])
-    if offers("persona"):
-        assert "**Lyra** — a bard" in shown.text
-        assert "between Aqua and Lyra" in prompt
-    else:  # kept by the adapter only: gone with the process
-        assert "No persona" in shown.text
-        assert "between Aqua and Alice" in prompt
+    assert "**Lyra** — a bard" in shown.text
+    assert "between Aqua and Lyra" in prompt_text(narrator_requests(model)[-1])
 
 
-async def test_tavern_stop_holds_across_a_restart_when_the_service_closes_sessions(
+async def test_tavern_stop_holds_across_a_restart(
     fake: FakeDiscord,
     world: World,
     start_real: RealStarter,
@@ -101,11 +94,8 @@ async def test_tavern_stop_holds_across_a_restart_when_the_service_closes_sessio
     asked = len(model.chat_requests)
     await fake.say(world.rp, world.alice, "Hello? Anyone?")
     await fake.wait_idle(quiet=0.3)
-    if offers("close_session"):
-        assert len(model.chat_requests) == asked, "a stopped channel stays stopped"
-        assert (await engine.svc.session_info(key_of(world))).closed
-    else:  # the stop was remembered by the process only
-        await fake.wait_for(lambda: len(webhook_replies(fake, world.rp.id)) == 2)
+    assert len(model.chat_requests) == asked, "a stopped channel stays stopped"
+    assert (await engine.svc.session_info(key_of(world))).closed
     # /tavern start reopens it with its history.
     model.script(reply_text("Morning!"))
     started = await fake.slash(world.rp, world.gm, "tavern start", character=CARD_NAME)
@@ -133,7 +123,7 @@ async def test_character_autocomplete_after_a_restart(
     after = await fake.autocomplete(
         world.rp, world.gm, "tavern start", focused="character", character="aq"
     )
-    assert after == ([CARD_NAME] if offers("list_assets") else [])
+    assert after == [CARD_NAME]
     # The other guild never sees it.
     assert (
         await fake.autocomplete(
@@ -151,10 +141,6 @@ async def test_memory_list_and_forget_on_the_engine(
     model: FakeOpenAIServer,
 ) -> None:
     await start_playing(fake, world, start_real)
-    if not offers("memories"):
-        record = await fake.slash(world.rp, world.alice, "memory list")
-        assert "cannot show memories yet" in record.text
-        return
     # compat_plus runs the memory agent after each turn; its answer here is no JSON, so the
     # reply's <summary> tag becomes the remembered summary.
     await engine.svc.configure(key_of(world), prompt_mode="compat_plus", tools={"enabled": False})
@@ -202,5 +188,4 @@ async def test_a_persona_set_in_an_unbound_channel_is_the_guilds(
         fake, world.rp, world.bob, "I sit down.", done=lambda: webhook_replies(fake, world.rp.id)
     )
     assert "between Aqua and Rook" in prompt_text(narrator_requests(model)[-1])
-    if offers("persona"):
-        assert await engine.svc.persona(key_of(world), str(world.bob.id)) == ("Rook", "")
+    assert await engine.svc.persona(key_of(world), str(world.bob.id)) == ("Rook", "")

@@ -26,11 +26,13 @@ async def test_forum_topic_forks_a_branch_whose_messages_stay_in_it(harness: Har
     key = next(iter(service.sessions))
     info = await service.session_info(key)
     branches = {b.name: b for b in info.branches}
-    assert branches[str(topic)].parent == "main" and branches[str(topic)].fork_floor == 1
+    # Floor 1 is the greeting /start put there; the topic forks after the latest floor.
+    assert branches[str(topic)].parent == "main" and branches[str(topic)].fork_floor == 2
     main_history = [v.text for v in await service.history(key, "main")]
     topic_history = [v.text for v in await service.history(key, str(topic))]
-    assert len(main_history) == 1 and not any("cave" in t for t in main_history)
-    assert topic_history[0] == main_history[0] and topic_history[1].endswith("cave")
+    assert main_history[0].endswith("greets Olga.")
+    assert len(main_history) == 2 and not any("cave" in t for t in main_history)
+    assert topic_history[:2] == main_history and topic_history[2].endswith("cave")
     # The topic's keyboard carries its branch; the main reply keeps its own keyboard.
     assert f'"{topic}"' not in str(general.reply_markup)
     assert general.reply_markup is not None

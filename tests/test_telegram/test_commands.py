@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from engine.turns.api import MemoryView
 from tests.test_telegram.conftest import Harness
 
 
@@ -60,7 +61,19 @@ async def test_character_preset_worldbook_persona_memory(harness: Harness, chat)
     assert "Preset: none" in await _ask(harness, chat, "/preset", "Preset")
     assert "World books: none" in await _ask(harness, chat, "/worldbook", "World books")
     assert "You play as Alice" in await _ask(harness, chat, "/persona", "play as")
-    assert "not available" in await _ask(harness, chat, "/memory", "Memory")
+    set_ = await _ask(harness, chat, "/persona Lyra | a bard", "Persona set")
+    assert set_ == "Persona set: you play as Lyra in this chat."
+    alice, _ = chat
+    key = next(iter(harness.service.sessions))
+    assert harness.service.personas[(key.realm, str(alice["id"]))] == ("Lyra", "a bard")
+    assert "Lyra" in await _ask(harness, chat, "/persona", "play as")
+    harness.service.remember(
+        key.realm,
+        MemoryView(id="m1", kind="fact", text="The well is cursed", scope="chat", importance=0.8),
+    )
+    listed = await _ask(harness, chat, "/memory", "Memories")
+    assert "The well is cursed" in listed and "branch main" in listed
+    assert "No memories" in await _ask(harness, chat, "/memory dragons", "No memories")
 
 
 async def test_regen_adds_a_page(harness: Harness, chat) -> None:

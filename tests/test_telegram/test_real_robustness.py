@@ -71,12 +71,11 @@ async def test_the_bot_restarts_on_the_same_database_and_carries_on(real: RealHa
     assert after.text == "Still here."
 
 
-async def test_a_restart_before_the_first_turn_on_a_fork_keeps_the_fork_if_the_service_can(
+async def test_a_restart_before_the_first_turn_on_a_fork_keeps_the_fork(
     real: RealHarness,
 ) -> None:
-    """With ``set_current_branch`` the service keeps the chat's branch; without it the adapter
-    names the branch by a link to a floor the branch owns, which a fresh fork does not have
-    yet, so the chat comes back on the branch it played before (see adapters.telegram.state)."""
+    """The service keeps the chat's current branch (``set_current_branch``), so a fresh fork
+    with no floor of its own yet is still the chat's branch after a restart."""
     tg = real.tg
     ann = tg.new_user("Ann")
     chat = tg.private_chat(ann)
@@ -90,8 +89,5 @@ async def test_a_restart_before_the_first_turn_on_a_fork_keeps_the_fork_if_the_s
     key = telegram_key(chat)
     main = [v.text.rsplit(" ", 1)[-1] for v in await real.svc.history(key, MAIN_BRANCH)]
     forked = [v.text.rsplit(" ", 1)[-1] for v in await real.svc.history(key, fork)]
-    if callable(getattr(real.svc, "set_current_branch", None)):
-        assert (main, forked) == (["one", "two"], ["one", "two", "three"])
-        assert await real.svc.current_branch(key) == fork
-    else:
-        assert (main, forked) == (["one", "two", "three"], ["one", "two"])
+    assert (main, forked) == (["one", "two"], ["one", "two", "three"])
+    assert await real.svc.current_branch(key) == fork

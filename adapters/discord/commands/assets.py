@@ -1,10 +1,9 @@
 """Asset and memory commands: ``/character``, ``/preset``, ``/worldbook``, ``/regex``, ``/memory``.
 
 Imports take a SillyTavern file as an attachment and need the game-master role; they land in
-the guild's realm and are bound to this channel's session. Switching a preset or attaching a
-world book and the memory commands need service calls the engine does not offer yet
-(``bind_asset``, ``unbind_asset``, ``memories``, ``forget_memory``); they are used as soon as
-the service has them, and until then the commands say so.
+the guild's realm and are bound to this channel's session. Switching a preset, attaching or
+detaching a world book use the service's ``bind_asset`` / ``unbind_asset``; ``/memory`` shows and
+forgets the service's memories of this branch.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from adapters.discord.commands.context import (
     CommandRefused,
     answer,
     choices,
+    imported_character,
     place_of_interaction,
     require_binding,
     require_game_master,
@@ -30,7 +30,6 @@ from engine.turns.api import AssetKind
 if TYPE_CHECKING:
     from adapters.discord.runner import DiscordRunner
 
-NOT_YET = "This engine cannot {what} yet (the service has no `{method}`)."
 MEMORY_LIST_LIMIT = 20
 
 
@@ -51,7 +50,6 @@ async def _import(
     if not was_bound:
         await runner.service.open_session(target)
     summary = await runner.service.import_asset(target, kind, file.filename, data)
-    runner.catalogue.add(place.key.realm, kind, summary.name)
     if was_bound:
         runner.sessions.forget(place.key)
     details = ", ".join(f"{k}: {v}" for k, v in summary.details.items())
@@ -71,12 +69,10 @@ async def _bind(
     place = place_of_interaction(interaction)
     require_game_master(runner, interaction)
     await require_binding(runner, place)
-    method = "bind_asset" if attach else "unbind_asset"
-    call = getattr(runner.service, method, None)
-    if call is None:
-        verb = {"preset": "switch presets", "worldbook": "attach or detach world books"}
-        raise CommandRefused(NOT_YET.format(what=verb.get(kind, f"bind {kind}s"), method=method))
-    await call(place.key, kind, name)
+    if attach:
+        await runner.service.bind_asset(place.key, kind, name)
+    else:
+        await runner.service.unbind_asset(place.key, kind, name)
     runner.sessions.forget(place.key)
     await answer(interaction, f"{'Using' if attach else 'Detached'} {kind} **{name}**.")
 
@@ -106,6 +102,7 @@ def build_assets(runner: DiscordRunner) -> list[app_commands.Group]:
             place = place_of_interaction(interaction)
             require_game_master(runner, interaction)
             await require_binding(runner, place)
+            name = await imported_character(runner, place, name)
             binding = await runner.sessions.bind(place.key, character=name)
             await answer(interaction, f"🎭 **{binding.character or name}** plays here now.")
 
@@ -170,10 +167,9 @@ def build_memory(runner: DiscordRunner) -> app_commands.Group:
     async def memories(interaction: discord.Interaction, query: str | None) -> None:
         place = place_of_interaction(interaction)
         await require_binding(runner, place)
-        lister = getattr(runner.service, "memories", None)
-        if lister is None:
-            raise CommandRefused(NOT_YET.format(what="show memories", method="memories"))
-        found = await lister(place.key, place.branch, query=query, limit=MEMORY_LIST_LIMIT)
+        found = await runner.service.memories(
+            place.key, place.branch, query=query, limit=MEMORY_LIST_LIMIT
+        )
         if not found:
             await answer(
                 interaction, "Nothing remembered" + (f" about “{query}”." if query else ".")
@@ -197,12 +193,7 @@ def build_memory(runner: DiscordRunner) -> app_commands.Group:
             place = place_of_interaction(interaction)
             require_game_master(runner, interaction)
             await require_binding(runner, place)
-            forgetter = getattr(runner.service, "forget_memory", None)
-            if forgetter is None:
-                raise CommandRefused(
-                    NOT_YET.format(what="forget memories", method="forget_memory")
-                )
-            await forgetter(place.key, memory_id)
+            await runner.service.forget_memory(place.key, memory_id)
             await answer(interaction, f"Forgot memory `{memory_id}`.")
 
     return group

@@ -69,6 +69,28 @@ async def require_binding(runner: DiscordRunner, place: Place) -> Binding:
     return binding
 
 
+async def imported_character(runner: DiscordRunner, place: Place, name: str) -> str:
+    """The imported card ``name`` names in the realm of ``place``: an exact match first, then
+    the one match ignoring case; CommandRefused naming what is imported otherwise."""
+    names = await runner.catalogue.names(place.key, "card")
+    if name in names:
+        return name
+    folded = [n for n in names if n.casefold() == name.casefold()]
+    if len(folded) == 1:
+        return folded[0]
+    if not names:
+        raise CommandRefused(
+            f"No character **{name}** here: none is imported yet. "
+            "A game master can add one with `/character import`."
+        )
+    if folded:
+        raise CommandRefused(f"**{name}** could be {', '.join(folded)}: use the exact name.")
+    raise CommandRefused(
+        f"No character **{name}** here. Imported: {', '.join(names)}. "
+        "`/character import` adds another."
+    )
+
+
 def clip(text: str, limit: int = ANSWER_LIMIT) -> str:
     """Shorten an answer to fit one message."""
     if len(text) <= limit:
@@ -113,30 +135,21 @@ async def answer(
 
 
 class Catalogue:
-    """Asset names per realm for autocomplete (the service's ``list_assets`` when it has one)."""
+    """Asset names per realm, from the service's ``list_assets`` (autocomplete, checks)."""
 
     def __init__(self, runner: DiscordRunner) -> None:
         self.runner = runner
-        self._names: dict[tuple[str, AssetKind], set[str]] = {}
-
-    def add(self, realm: str, kind: AssetKind, name: str) -> None:
-        """Remember an asset imported into ``realm``."""
-        self._names.setdefault((realm, kind), set()).add(name)
 
     async def names(self, key: SessionKey, kind: AssetKind) -> list[str]:
-        """Asset names of ``kind`` visible in the realm of ``key``."""
-        lister = getattr(self.runner.service, "list_assets", None)
-        found = set(self._names.get((key.realm, kind), set()))
-        if lister is not None:
-            # The service addresses the realm through a session: the channel's when it has
-            # one, else the realm's library session (imports made outside bound channels).
-            for via in (key, library_key(key.realm)):
-                try:
-                    found.update(await lister(via, kind))
-                    break
-                except NotFoundError:
-                    continue
-        return sorted(found)
+        """Asset names of ``kind`` in the realm of ``key`` (none when nothing was imported)."""
+        # The service addresses the realm through a session: the channel's when it has one,
+        # else the realm's library session (imports made outside bound channels).
+        for via in (key, library_key(key.realm)):
+            try:
+                return sorted(await self.runner.service.list_assets(via, kind))
+            except NotFoundError:
+                continue
+        return []
 
 
 def choices(names: list[str], current: str) -> list[discord.app_commands.Choice[str]]:

@@ -13,6 +13,7 @@ from adapters.discord.commands.context import (
     answer,
     as_file,
     choices,
+    imported_character,
     place_of_interaction,
     require_binding,
     require_game_master,
@@ -46,6 +47,7 @@ def build_tavern(runner: DiscordRunner) -> app_commands.Group:
             require_game_master(runner, interaction)
             if place.is_thread:
                 raise CommandRefused("Start in the channel itself; threads become its branches.")
+            character = await imported_character(runner, place, character)
             binding = await runner.sessions.bind(place.key, character=character, policy=policy)
             await answer(
                 interaction,
@@ -59,10 +61,7 @@ def build_tavern(runner: DiscordRunner) -> app_commands.Group:
             place = place_of_interaction(interaction)
             require_game_master(runner, interaction)
             await require_binding(runner, place)
-            runner.sessions.unbind(place.key)
-            closer = getattr(runner.service, "close_session", None)
-            if closer is not None:
-                await closer(place.key)
+            await runner.sessions.unbind(place.key)
             await answer(interaction, "The tavern is closed here. `/tavern start` to reopen.")
 
     return group
@@ -96,15 +95,25 @@ def build_session(runner: DiscordRunner) -> app_commands.Group:
             )
 
     @group.command(name="export", description="This branch as a SillyTavern chat (JSONL)")
-    async def export(interaction: discord.Interaction) -> None:
+    @app_commands.describe(
+        include_hidden="Also the floors hidden by deleting their messages, marked hidden "
+        "(is_system) as SillyTavern marks them (default: yes)"
+    )
+    async def export(interaction: discord.Interaction, include_hidden: bool = True) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
             await require_binding(runner, place)
             await interaction.response.defer(ephemeral=True, thinking=True)
-            data = await service.export_chat(place.key, place.branch)
+            # Deleting a message only hides its floor or page: the export keeps it by default.
+            data = await service.export_chat(
+                place.key, place.branch, include_hidden=include_hidden
+            )
             name = f"{place.key.key}-{place.branch}.jsonl"
+            shown = "with" if include_hidden else "without"
             await answer(
-                interaction, f"Exported branch `{place.branch}`.", file=as_file(name, data)
+                interaction,
+                f"Exported branch `{place.branch}` ({shown} hidden floors).",
+                file=as_file(name, data),
             )
 
     @group.command(name="reset", description="Start over on a fresh main branch (game master)")

@@ -117,9 +117,7 @@ def build(frontend: Frontend) -> Router:
         if where is None or not where.private:
             await query.answer("Branches switch in private chats only.", show_alert=True)
             return
-        info = where.info
-        head = next((b.floors for b in info.branches if b.name == callback_data.branch), 0)
-        await frontend.state.switch_branch(where.key, callback_data.branch, head)
+        await frontend.state.switch_branch(where.key, callback_data.branch)
         await query.answer(f"Now on branch {callback_data.branch}.")
         history = await frontend.service.history(where.key, callback_data.branch, limit=1)
         if history:

@@ -52,7 +52,7 @@ COMMANDS: dict[str, str] = {
     "branch": "Reply to a message with /branch to fork the story there",
     "branches": "List branches and switch between them",
     "reset": "Start the story over",
-    "export": "Export this branch as SillyTavern JSONL",
+    "export": "Export this branch as SillyTavern JSONL: /export [visible]",
     "preview": "Evaluate macros: /preview text",
     "dryrun": "Show the prompt a message would get: /dryrun text",
 }
@@ -249,13 +249,9 @@ def build(frontend: Frontend) -> Router:
     async def persona(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
         user = message.from_user
         fallback = user.full_name if user else "you"
-        if user is None or not callable(getattr(service, "set_persona", None)):
-            await reply(
-                message,
-                bot,
-                f"You play as {fallback} ({{{{user}}}}). Setting a persona description is "
-                "not available with this engine.",
-            )
+        if user is None:
+            # A channel post has no author to give a persona to.
+            await reply(message, bot, f"You play as {fallback} ({{{{user}}}}).")
             return
         args = (cmd.args or "").strip()
         user_id = str(user.id)
@@ -283,9 +279,6 @@ def build(frontend: Frontend) -> Router:
 
     @command("memory")
     async def memory(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
-        if not callable(getattr(service, "memories", None)):
-            await reply(message, bot, "Memory inspection is not available with this engine.")
-            return
         query = (cmd.args or "").strip() or None
         found = await service.memories(where.key, where.branch, query=query, limit=MEMORY_SHOWN)
         if not found:
@@ -317,7 +310,7 @@ def build(frontend: Frontend) -> Router:
         info = await service.session_info(where.key)
         name = f"b{len(info.branches) + 1}"
         created = await service.fork(where.key, source, after_floor=after, name=name)
-        await frontend.state.switch_branch(where.key, created.name, created.floors)
+        await frontend.state.switch_branch(where.key, created.name)
         at = f"after floor {created.fork_floor}" if created.fork_floor is not None else "here"
         await reply(
             message,
@@ -346,19 +339,21 @@ def build(frontend: Frontend) -> Router:
         frontend.state.forget(where.key)
         frontend.resolver.forget(where.key)
         if where.private:
-            info = await service.session_info(where.key)
-            head = next((b.floors for b in info.branches if b.name == MAIN_BRANCH), 0)
-            await frontend.state.switch_branch(where.key, MAIN_BRANCH, head)
+            await frontend.state.switch_branch(where.key, MAIN_BRANCH)
         await reply(message, bot, "The story starts over (the old floors are kept, hidden).")
 
     @command("export")
     async def export(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
-        data = await service.export_chat(where.key, where.branch)
+        # Deleted messages only hid their floors: the export keeps them (marked hidden, as
+        # SillyTavern marks hidden messages) unless asked for the visible floors only.
+        include_hidden = (cmd.args or "").strip().lower() != "visible"
+        data = await service.export_chat(where.key, where.branch, include_hidden=include_hidden)
         name = f"chat-{message.chat.id}-{where.branch}.jsonl"
+        shown = "hidden floors included" if include_hidden else "visible floors only"
         await bot.send_document(
             message.chat.id,
             BufferedInputFile(data, filename=name),
-            caption=f"Branch {where.branch} as SillyTavern JSONL.",
+            caption=f"Branch {where.branch} as SillyTavern JSONL ({shown}).",
             message_thread_id=where.place.thread_id,
         )
 
