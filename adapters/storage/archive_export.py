@@ -12,18 +12,22 @@ from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.storage import convert
-from adapters.storage.memory_repo import RECORD, RELATION, record_of, relation_of
-from adapters.storage.timeline_repos import (
+from adapters.storage.memory_repo import record_of, relation_of
+from adapters.storage.tables import (
     ASSET,
     BRANCH,
     FLOOR,
     LINK,
+    LOG,
     MESSAGE,
     PAGE,
     REALM,
+    RECORD,
+    RELATION,
     SESSION,
+    SNAPSHOT,
+    VALUE,
 )
-from adapters.storage.variable_repos import LOG, SNAPSHOT, VALUE
 from engine.formats import archive_memory as am
 from engine.formats.archive import (
     Archive,

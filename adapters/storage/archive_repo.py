@@ -23,19 +23,23 @@ from sqlalchemy import Table, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.storage.archive_export import ASSET_SETTINGS, ArchiveExporter, utc
-from adapters.storage.memory_repo import RECORD, RELATION, record_values
-from adapters.storage.timeline_repos import (
+from adapters.storage.memory_repo import record_values
+from adapters.storage.tables import (
     ASSET,
     BRANCH,
     FLOOR,
     LINK,
+    LOG,
     MESSAGE,
     PAGE,
     REALM,
+    RECORD,
+    RELATION,
     SESSION,
+    SNAPSHOT,
+    VALUE,
 )
 from adapters.storage.uow import SqlStorage
-from adapters.storage.variable_repos import LOG, SNAPSHOT, VALUE
 from engine.errors import ConflictError
 from engine.formats import archive_memory as am
 from engine.formats.archive import (

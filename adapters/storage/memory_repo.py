@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
-    Table,
     and_,
     delete,
     false,
@@ -30,7 +29,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from adapters.storage.memory_models import MemoryJobRow, MemoryRecordRow, MemoryRelationRow
+from adapters.storage.tables import JOB, RECORD, RELATION
 from engine.errors import ConflictError
 from engine.memory.errors import MemoryConflictError
 from engine.memory.jobs import JobState, JobStatus, JobType
@@ -46,10 +45,6 @@ from engine.memory.records import (
     Provenance,
     RelationKind,
 )
-
-RECORD = cast(Table, MemoryRecordRow.__table__)
-RELATION = cast(Table, MemoryRelationRow.__table__)
-JOB = cast(Table, MemoryJobRow.__table__)
 
 IN_CHUNK = 500
 """Ids per ``IN (...)`` list: well under SQLite's and asyncpg's bound-parameter limits."""

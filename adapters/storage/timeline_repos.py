@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import (
-    Table,
     and_,
     delete,
     func,
@@ -25,16 +24,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from adapters.storage import convert
 from adapters.storage.models import (
-    AssetRow,
-    BranchRow,
-    FloorRow,
-    MessageRow,
-    PageRow,
-    PlatformLinkRow,
-    RealmRow,
-    SessionRow,
     utcnow,
 )
+from adapters.storage.tables import ASSET, BRANCH, FLOOR, LINK, MESSAGE, PAGE, REALM, SESSION
 from adapters.storage.turn_statements import (
     LATEST_FOR_OPEN,
     MESSAGE_WINDOW,
@@ -59,15 +51,6 @@ from engine.timeline.values import (
     Session,
     SessionSettings,
 )
-
-REALM = cast(Table, RealmRow.__table__)
-SESSION = cast(Table, SessionRow.__table__)
-BRANCH = cast(Table, BranchRow.__table__)
-FLOOR = cast(Table, FloorRow.__table__)
-PAGE = cast(Table, PageRow.__table__)
-MESSAGE = cast(Table, MessageRow.__table__)
-LINK = cast(Table, PlatformLinkRow.__table__)
-ASSET = cast(Table, AssetRow.__table__)
 
 
 class _Repo:

@@ -4,25 +4,11 @@ costs more than running it on a small table); the repositories bind their parame
 from __future__ import annotations
 
 import functools
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Select, Table, and_, bindparam, case, exists, null, or_, select
+from sqlalchemy import Select, and_, bindparam, case, exists, null, or_, select
 
-from adapters.storage.models import (
-    BranchRow,
-    FloorRow,
-    MessageRow,
-    PageRow,
-    SessionRow,
-    VariableLogRow,
-)
-
-SESSION = cast(Table, SessionRow.__table__)
-BRANCH = cast(Table, BranchRow.__table__)
-FLOOR = cast(Table, FloorRow.__table__)
-PAGE = cast(Table, PageRow.__table__)
-MESSAGE = cast(Table, MessageRow.__table__)
-LOG = cast(Table, VariableLogRow.__table__)
+from adapters.storage.tables import BRANCH, FLOOR, LOG, MESSAGE, PAGE, SESSION
 
 SESSION_WITH_BRANCHES = (
     select(

@@ -4,26 +4,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, delete, insert, or_, select
+from sqlalchemy import delete, insert, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from adapters.storage import convert
 from adapters.storage.models import (
-    VariableLogRow,
-    VariableSnapshotRow,
-    VariableValueRow,
     utcnow,
 )
+from adapters.storage.tables import LOG, SNAPSHOT, VALUE
 from engine.variables.fold import DELETED
 from engine.variables.values import LogEntry, Mutation, NewLogEntry, Scope
-
-LOG = cast(Table, VariableLogRow.__table__)
-VALUE = cast(Table, VariableValueRow.__table__)
-SNAPSHOT = cast(Table, VariableSnapshotRow.__table__)
 
 
 class SqlVariables:

@@ -114,8 +114,8 @@ async def build_session(storage: SqlStorage) -> int:
     async with storage.unit_of_work() as uow:
         from sqlalchemy import insert
 
-        from adapters.storage.archive_export import RELATION
         from adapters.storage.memory_repo import relation_values
+        from adapters.storage.tables import RELATION
 
         relation = MemoryRelation(
             source_id="mem-10",

@@ -1,0 +1,38 @@
+"""The Core table handles every repository and statement module uses (one place, so a
+statement never names a table through a second, differently typed handle)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from sqlalchemy import Table
+
+from adapters.storage.memory_models import MemoryJobRow, MemoryRecordRow, MemoryRelationRow
+from adapters.storage.models import (
+    AssetRow,
+    BranchRow,
+    FloorRow,
+    MessageRow,
+    PageRow,
+    PlatformLinkRow,
+    RealmRow,
+    SessionRow,
+    VariableLogRow,
+    VariableSnapshotRow,
+    VariableValueRow,
+)
+
+REALM = cast(Table, RealmRow.__table__)
+SESSION = cast(Table, SessionRow.__table__)
+BRANCH = cast(Table, BranchRow.__table__)
+FLOOR = cast(Table, FloorRow.__table__)
+PAGE = cast(Table, PageRow.__table__)
+MESSAGE = cast(Table, MessageRow.__table__)
+LINK = cast(Table, PlatformLinkRow.__table__)
+ASSET = cast(Table, AssetRow.__table__)
+LOG = cast(Table, VariableLogRow.__table__)
+VALUE = cast(Table, VariableValueRow.__table__)
+SNAPSHOT = cast(Table, VariableSnapshotRow.__table__)
+RECORD = cast(Table, MemoryRecordRow.__table__)
+RELATION = cast(Table, MemoryRelationRow.__table__)
+JOB = cast(Table, MemoryJobRow.__table__)
