@@ -9,8 +9,10 @@ Kept beyond what the timeline models: the header's ``chat_metadata``, ``user_nam
 ``character_name`` under the session setting ``st_chat``; the other fields of a character line
 (``extra``, ``gen_started``, ...) under its active page's ``meta["st_line"]``; each swipe's
 ``swipe_info`` under its page's ``meta["st_swipe_info"]``. User and system lines keep their
-name, text and date only. Lines after the last character line are kept on a failed floor
-(``error`` says why): they have no reply to form a turn with.
+name, text and date only. Hidden lines (``is_system`` without a note type, as SillyTavern
+hides a message) come in hidden: a user line as a hidden input, a character line as hidden
+pages, with its floor when the floor's inputs were hidden too. Lines after the last character
+line are kept on a failed floor (``error`` says why): they have no reply to form a turn with.
 
 The result is validated like any archive (:func:`~engine.formats.archive.parse_archive`), so a
 chat whose texts the database could not store fails here with a FormatError, before any write.
@@ -73,7 +75,7 @@ def archive_from_st_chat(log: ChatLog, *, now: datetime, source: str = "") -> Ar
 
     def add_inputs(floor: int) -> None:
         for seq, entry in enumerate(inputs):
-            role: MessageRole = "system" if entry.is_system or not entry.is_user else "user"
+            role: MessageRole = "user" if entry.is_user else "system"
             messages.append(
                 ArchiveMessage(
                     floor=floor,
@@ -84,7 +86,7 @@ def archive_from_st_chat(log: ChatLog, *, now: datetime, source: str = "") -> Ar
                     speaker_name=entry.name,
                     raw=entry.text,
                     display=entry.text,
-                    hidden=False,
+                    hidden=entry.is_hidden,
                     platform_ref=None,
                     created_at=when(entry.send_date),
                 )
@@ -92,7 +94,9 @@ def archive_from_st_chat(log: ChatLog, *, now: datetime, source: str = "") -> Ar
         inputs.clear()
 
     for entry in log.entries:
-        if entry.is_user or entry.is_system:
+        # A hidden line is is_system without a note type; a hidden character line is still
+        # a reply (hidden), a hidden user line still an input (hidden).
+        if entry.is_user or (entry.is_system and not entry.is_hidden):
             inputs.append(entry)
             continue
         if len(floors) >= MAX_CHAT_FLOORS:
@@ -103,6 +107,9 @@ def archive_from_st_chat(log: ChatLog, *, now: datetime, source: str = "") -> Ar
             )
         floor = len(floors)
         started = when(inputs[0].send_date if inputs else entry.send_date)
+        # As the service's import does: a hidden reply hides its floor when every input of
+        # the floor was hidden too, else only its pages.
+        floor_hidden = entry.is_hidden and all(i.is_hidden for i in inputs)
         add_inputs(floor)
         swipes = entry.pages
         active = entry.swipe_id if 0 <= entry.swipe_id < len(swipes) else len(swipes) - 1
@@ -135,7 +142,7 @@ def archive_from_st_chat(log: ChatLog, *, now: datetime, source: str = "") -> Ar
                     floor=floor,
                     number=number,
                     status="committed",
-                    hidden=False,
+                    hidden=entry.is_hidden,
                     error=None,
                     meta=meta,
                     created_at=stamp,
@@ -147,7 +154,7 @@ def archive_from_st_chat(log: ChatLog, *, now: datetime, source: str = "") -> Ar
                 seq=floor + 1,
                 state="committed",
                 active_page=active + 1,
-                hidden=False,
+                hidden=floor_hidden,
                 error=None,
                 created_at=started,
                 updated_at=when(entry.send_date),

@@ -142,8 +142,11 @@ def test_chat_with_swipes_and_several_inputs_round_trips(cli: Cli) -> None:
             "is_system": True,
             "mes": "note",
             "send_date": t + 4000,
+            "extra": {"type": "narrator"},
         },
         {"name": "Ann", "is_user": True, "mes": "three", "send_date": t + 5000},
+        # Hidden from the model, as SillyTavern's /hide leaves a line: is_system, no type.
+        {"name": "Ann", "is_user": True, "is_system": True, "mes": "aside", "send_date": t + 5500},
         {"name": "Bo", "is_user": False, "mes": "end", "send_date": t + 6000},
     ]
     path = cli.dir / "bo.jsonl"
@@ -156,6 +159,12 @@ def test_chat_with_swipes_and_several_inputs_round_trips(cli: Cli) -> None:
     assert _comparable(after) == _comparable(before)
     (pages,) = cli.rows("SELECT count(*) FROM page")
     assert pages[0] == 5  # 1 + 3 swipes + 1
+    # The note is an input the model sees; the hidden line is kept, hidden.
+    assert cli.rows("SELECT raw, role FROM message WHERE hidden") == [("aside", "user")]
+    visible = cli.dir / "bo.visible.jsonl"
+    cli.ok("export", "chat", "--session", "bo", "--no-include-hidden", "-o", visible)
+    texts = [e.text for e in parse_chat(visible.read_bytes(), source="v").entries]
+    assert "aside" not in texts and "note" in texts and "three" in texts
     # What JSONL export leaves out is still in the database (and in a native export).
     native = cli.dir / "bo.json"
     cli.ok("export", "chat", "--session", "bo", "--format", "native", "-o", native)
