@@ -214,7 +214,8 @@ class MemoryScheduler:
         """One tick of one job: lease it if due, run its body, store the outcome."""
 
         async def work(leased: JobState) -> None:
-            head, barriers = None, ()
+            head: int | None = None
+            barriers: tuple[int, ...] = ()
             if leased.job_type in (JobType.COMPACT, JobType.DECAY):
                 head, barriers = await self.floors(JobScope.parse(leased.scope_key))
             await self.service.run_job(leased, head_floor=head, barrier_floors=barriers)
