@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from engine.prompt.inputs import AuthorNote
+
 Scope = Literal["page", "floor", "branch", "chat", "global"]
 AssetKind = Literal["card", "preset", "worldbook", "regex", "chat"]
 MacroMode = Literal["read_only", "full", "off"]
@@ -308,6 +310,15 @@ class RoleplayService(Protocol):
 
     async def set_session_option(self, key: SessionKey, name: str, value: str) -> SessionInfo:
         """Set ``reply_policy``, ``macro_mode`` or ``prompt_mode`` (validated)."""
+        ...
+
+    async def author_note(self, key: SessionKey) -> AuthorNote | None:
+        """The session's Author's Note (SillyTavern's per-chat note), or None."""
+        ...
+
+    async def set_author_note(self, key: SessionKey, note: AuthorNote | None) -> SessionInfo:
+        """Set the session's Author's Note, or clear it with None. Values out of range are
+        refused with a ConfigurationError naming the field (see :mod:`engine.turns.notes`)."""
         ...
 
     async def close_session(self, key: SessionKey) -> None:

@@ -1,13 +1,13 @@
 """What the platform front ends ask of :class:`~engine.turns.service.TavernService` beyond turns:
-personas, long-term memory, realm assets, the current branch, session options, closing a
-session, and who spoke on a floor.
+personas, long-term memory, realm assets, the current branch, session options and the
+Author's Note, closing a session, and who spoke on a floor.
 
 Where things are kept (no new tables):
 
 - A persona is a realm asset of the internal kind ``persona``, named by the platform user id,
   holding ``{"name", "description"}``: every session of the realm sees it, no other realm does.
-- The current branch, the closed flag and the reply policy are keys of the session's settings
-  JSON (``current_branch``, ``closed``, ``reply_policy``).
+- The current branch, the closed flag, the reply policy and the Author's Note are keys of the
+  session's settings JSON (``current_branch``, ``closed``, ``reply_policy``, ``author_note``).
 
 Personas and the closed flag are cached per process (read once, updated by the calls here),
 so a turn costs no extra round trip; another process changing them is seen after a restart.
@@ -24,6 +24,7 @@ from engine.memory.ports import MemoryQuery
 from engine.memory.records import MemoryRecord
 from engine.memory.scoping import viewpoint_for
 from engine.memory.service import MemoryService
+from engine.prompt.inputs import AuthorNote
 from engine.timeline.values import AssetKind as RealmAssetKind
 from engine.timeline.values import Session
 from engine.turns.api import (
@@ -38,6 +39,7 @@ from engine.turns.api import (
     UserLine,
 )
 from engine.turns.base import SessionIds
+from engine.turns.notes import AUTHOR_NOTE, note_to_json, session_note
 from engine.turns.session_ops import SESSION_OPTIONS, SessionOps, locate_floor
 from engine.variables import store
 
@@ -183,6 +185,19 @@ class FrontEndOps(SessionOps):
                 f"unknown session option {name!r}; options: {', '.join(SESSION_OPTIONS)}"
             )
         return await self.configure(key, **{name: value})
+
+    async def author_note(self, key: SessionKey) -> AuthorNote | None:
+        """The session's Author's Note, or None when it has none."""
+        ids = await self._session(key)
+        return session_note((await self._settings(ids.session_id)).settings)
+
+    async def set_author_note(self, key: SessionKey, note: AuthorNote | None) -> SessionInfo:
+        """Set the session's Author's Note (None clears it); ConfigurationError naming the
+        field and its allowed range when a value is out of range (nothing is stored then)."""
+        stored = note_to_json(note) if note is not None else None
+        info = await self.configure(key, **{AUTHOR_NOTE: stored})
+        self._emit("session.author_note", session=key.key, cleared=note is None)
+        return info
 
     async def current_branch(self, key: SessionKey) -> str:
         """The branch the session plays on when the platform does not name one."""

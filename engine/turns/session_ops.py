@@ -25,6 +25,7 @@ from engine.turns.api import (
 )
 from engine.turns.base import MAX_MEMORY_BUDGET, MEMORY_BUDGET, ServiceBase, SessionIds
 from engine.turns.context import PROFILE_ASSET, PROFILE_ASSET_NAME
+from engine.turns.notes import AUTHOR_NOTE, check_note_setting, session_note
 from engine.turns.profile_store import with_binding, with_profile
 from engine.turns.profiles import (
     SLOTS,
@@ -87,7 +88,8 @@ class SessionOps(ServiceBase):
 
     async def configure(self, key: SessionKey, **changes: Any) -> SessionInfo:
         """Change session settings: ``prompt_mode``, ``macro_mode``, ``character``, ``preset``,
-        and extra keys such as ``slots`` (enabled instance slots) and ``tools`` (policy)."""
+        and extra keys such as ``slots`` (enabled instance slots), ``tools`` (policy) and
+        ``author_note`` (stored form of :mod:`engine.turns.notes`; None clears it)."""
         check_settings(changes)
         ids = await self._session(key)
         await self._update(ids.session_id, **changes)
@@ -212,6 +214,8 @@ class SessionOps(ServiceBase):
             local=state.local(),
             global_vars=dict(state.global_),
         )
+        note = session_note(session.settings)
+        context.authors_note = note.text if note is not None else ""
         return evaluate(text, context, phase="preview").text
 
     async def dry_run(self, key: SessionKey, branch: str, text: str) -> Mapping[str, Any]:
@@ -348,6 +352,8 @@ def check_settings(changes: Mapping[str, Any]) -> None:
             f"session setting {MEMORY_BUDGET} must be a whole number of tokens from 0 to "
             f"{MAX_MEMORY_BUDGET}, not {budget!r}"
         )
+    if AUTHOR_NOTE in changes:
+        check_note_setting(changes[AUTHOR_NOTE])
     if "tools" in changes:
         try:
             ToolPolicy.from_json(changes["tools"], default_enabled=False)

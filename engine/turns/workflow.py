@@ -43,6 +43,7 @@ from engine.prompt.regex_run import Channel, apply_scripts
 from engine.prompt.tokens import counter_for_model
 from engine.turns.api import OnText
 from engine.turns.context import TIMED_STATE_META, TurnRead, WindowHistory
+from engine.turns.notes import session_note
 from engine.turns.profiles import (
     LLMProfile,
     ProfileSnapshot,
@@ -191,6 +192,9 @@ class Generation:
         assets = read.assets
         local = read.state.local()
         persona = Persona(description=self.options.persona)
+        # Every turn (respond, regenerate, continue, dry run) reads the note from the session
+        # it read, so what a dry run shows is what the next reply gets.
+        note = session_note(read.session.settings)
         context = macro_context(
             assets.character,
             user_name=read.user_name,
@@ -203,6 +207,7 @@ class Generation:
             chat_id=f"{read.session.platform}:{read.session.key}",
         )
         context.prompt_mode = self.options.prompt_mode
+        context.authors_note = note.text if note is not None else ""
         macros = EngineMacros(
             context,
             phase=self.options.phase,
@@ -221,6 +226,7 @@ class Generation:
             user_name=read.user_name,
             user_input=read.user_input,
             persona=persona,
+            author_note=note,
             books=assets.books,
             timed_state=read.timed_state,
             mode=mode if mode in ("compat_strict", "compat_plus", "native") else "compat_strict",  # type: ignore[arg-type]

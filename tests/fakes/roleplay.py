@@ -6,8 +6,9 @@ chunks), so Discord, Telegram and console tests can check what a front end does 
 without a database or a model. Tests may set ``reply_for`` to script replies, ``fail_next`` to
 make the next generation fail, and read ``calls`` to see what the front end asked for.
 
-The front-end operations (personas, memory, asset binding, current branch, options, closing,
-floor speakers) behave as the engine's do; tests put memories in with :meth:`remember`.
+The front-end operations (personas, memory, asset binding, current branch, options, the
+Author's Note, closing, floor speakers) behave as the engine's do; tests put memories in with
+:meth:`remember`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from engine.errors import (
     InvalidTransitionError,
     NotFoundError,
 )
+from engine.prompt.inputs import AuthorNote
 from engine.turns.api import (
     MAIN_BRANCH,
     MEMORY_LIST_LIMIT,
@@ -41,6 +43,7 @@ from engine.turns.api import (
     UserLine,
     VariableWrite,
 )
+from engine.turns.notes import check_note
 
 CHUNKS = 3
 
@@ -76,6 +79,7 @@ class _Session:
     options: dict[str, str] = field(default_factory=dict)
     current_branch: str = MAIN_BRANCH
     closed: bool = False
+    note: AuthorNote | None = None
 
 
 class FakeRoleplayService:
@@ -531,6 +535,16 @@ class FakeRoleplayService:
         if value not in allowed[name]:
             raise ConfigurationError(f"session setting {name} must be one of {allowed[name]}")
         self._session(key).options[name] = value
+        return await self.session_info(key)
+
+    async def author_note(self, key: SessionKey) -> AuthorNote | None:
+        return self._session(key).note
+
+    async def set_author_note(self, key: SessionKey, note: AuthorNote | None) -> SessionInfo:
+        """Checked by the engine's own rules, so refusals read as the real service's do."""
+        self.calls.append(("set_author_note", (key, note)))
+        session = self._session(key)
+        session.note = check_note(note) if note is not None else None
         return await self.session_info(key)
 
     async def close_session(self, key: SessionKey) -> None:
