@@ -27,12 +27,14 @@ from engine.turns.api import (
     Speaker,
     UserLine,
 )
+from engine.turns.notes import describe_note, note_to_json, parse_note_command
 
 SCOPES: tuple[str, ...] = get_args(Scope)
 HELP = (
     "commands: /regen, /swipe < | >, /fork N, /branches, /switch NAME, /vars [SCOPE], "
     "/setvar NAME VALUE [SCOPE], /history, /dryrun [TEXT], /import FILE, /memory [QUERY], "
-    "/forget ID, /help, /quit"
+    "/forget ID, /note [off | [depth=N] [interval=N] [position=NAME] [role=NAME] TEXT], "
+    "/help, /quit"
 )
 IMPORT_KINDS: dict[str, AssetKind] = {".png": "card", ".jsonl": "chat"}
 
@@ -117,6 +119,11 @@ class ConsoleFrontend:
         return True
 
     async def _command(self, text: str) -> bool:
+        head, *rest = text.split(maxsplit=1)
+        if head.lower() == "/note":
+            # The note's text is taken as typed: quotes and apostrophes are part of it.
+            await self._note(rest[0] if rest else "")
+            return True
         try:
             name, *args = shlex.split(text)
         except ValueError as exc:
@@ -186,6 +193,22 @@ class ConsoleFrontend:
             for m in found
         ]
         self._emit("memories", query=query, items=items)
+
+    async def _note(self, args: str) -> None:
+        current = await self.service.author_note(self.key)
+        command = parse_note_command(args, current)
+        if command.action == "show":
+            note = current
+            message = describe_note(current)
+        elif command.action == "clear":
+            note = None
+            await self.service.set_author_note(self.key, None)
+            message = "Author's Note cleared."
+        else:
+            note = command.note
+            await self.service.set_author_note(self.key, note)
+            message = f"set: {describe_note(note)}"
+        self._emit("info", message=message, note=note_to_json(note) if note else None)
 
     async def _forget(self, args: list[str]) -> None:
         if len(args) != 1:
