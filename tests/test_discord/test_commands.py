@@ -43,6 +43,7 @@ READS = [
     ("character info", {}, "Character: **Seraphina**"),
     ("session info", {}, "Session `discord/"),
     ("session export", {}, "Exported branch `main`"),
+    ("session note", {}, "No Author's Note. A game master can set one"),
     ("preview", {"text": "I am {{char}}"}, "I am Seraphina"),
     ("dryrun", {"text": "hi"}, "Assembled prompt: 1 messages"),
     ("memory list", {}, "`m1` Alice owes the innkeeper"),
@@ -61,6 +62,8 @@ WRITES = [
     ("regex import", {"file": ("r.json", b'{"name": "Trim"}')}, "Imported regex **Trim**"),
     ("memory forget", {"memory_id": "m1"}, "Forgot memory `m1`"),
     ("session reset", {}, "starts over"),
+    ("session note", {"text": "Rain.", "depth": 2}, "Set. Author's Note (in the chat at depth 2"),
+    ("session note", {"clear": True}, "Author's Note cleared"),
     ("tavern start", {"character": "Aqua"}, "**Aqua** plays here now"),
     ("tavern stop", {}, "The tavern is closed here"),
 ]

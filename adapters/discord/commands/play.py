@@ -1,8 +1,9 @@
-"""Playing commands: ``/tavern``, ``/session``, ``/persona``, ``/preview``, ``/dryrun`` and the
-message command "Branch from here"."""
+"""Playing commands: ``/tavern``, ``/session`` (with the Author's Note), ``/persona``,
+``/preview``, ``/dryrun`` and the message command "Branch from here"."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 import discord
@@ -20,11 +21,21 @@ from adapters.discord.commands.context import (
 )
 from adapters.discord.commands.guard import guard
 from adapters.discord.convert import place_of
+from engine.prompt.inputs import AuthorNote
+from engine.turns.notes import (
+    MAX_NOTE_DEPTH,
+    MAX_NOTE_INTERVAL,
+    POSITIONS,
+    ROLES,
+    describe_note,
+)
 
 if TYPE_CHECKING:
     from adapters.discord.runner import DiscordRunner
 
 PolicyChoice = Literal["every_message", "mention", "quiet_period"]
+PositionChoice = Literal["in_chat", "in_prompt", "before_prompt"]
+RoleChoice = Literal["system", "user", "assistant"]
 THREAD_NAME_LIMIT = 100
 EXISTING_THREAD = 160004
 
@@ -68,7 +79,7 @@ def build_tavern(runner: DiscordRunner) -> app_commands.Group:
 
 
 def build_session(runner: DiscordRunner) -> app_commands.Group:
-    """``/session info|export|reset``."""
+    """``/session info|export|note|reset``."""
     group = app_commands.Group(name="session", description="This channel's session")
     service = runner.service
 
@@ -115,6 +126,53 @@ def build_session(runner: DiscordRunner) -> app_commands.Group:
                 f"Exported branch `{place.branch}` ({shown} hidden floors).",
                 file=as_file(name, data),
             )
+
+    @group.command(name="note", description="Show or set the Author's Note (setting: game master)")
+    @app_commands.describe(
+        text="The note's text (its macros expand in the prompt)",
+        depth="In the chat: how many messages from the end it sits",
+        interval="Insert it every N user messages (0: never, 1: every turn)",
+        position="In the chat at a depth, or after / before the main prompt",
+        role="The role of the note in the chat",
+        clear="Remove the note",
+    )
+    async def note(
+        interaction: discord.Interaction,
+        text: str | None = None,
+        depth: app_commands.Range[int, 0, MAX_NOTE_DEPTH] | None = None,
+        interval: app_commands.Range[int, 0, MAX_NOTE_INTERVAL] | None = None,
+        position: PositionChoice | None = None,
+        role: RoleChoice | None = None,
+        clear: bool = False,
+    ) -> None:
+        async with guard(interaction):
+            place = place_of_interaction(interaction)
+            changes = (text, depth, interval, position, role)
+            if not clear and all(value is None for value in changes):
+                await require_binding(runner, place)
+                found = await service.author_note(place.key)
+                hint = "" if found else " A game master can set one: `/session note text:…`."
+                await answer(interaction, describe_note(found) + hint)
+                return
+            require_game_master(runner, interaction)
+            await require_binding(runner, place)
+            if clear:
+                if any(value is not None for value in changes):
+                    raise CommandRefused("Use `clear` on its own.")
+                await service.set_author_note(place.key, None)
+                await answer(interaction, "Author's Note cleared.")
+                return
+            found = await service.author_note(place.key) or AuthorNote()
+            changed = replace(
+                found,
+                text=found.text if text is None else text.strip(),
+                depth=found.depth if depth is None else depth,
+                interval=found.interval if interval is None else interval,
+                position=found.position if position is None else POSITIONS[position],
+                role=found.role if role is None else ROLES[role],
+            )
+            await service.set_author_note(place.key, changed)
+            await answer(interaction, f"Set. {describe_note(changed)}")
 
     @group.command(name="reset", description="Start over on a fresh main branch (game master)")
     async def reset(interaction: discord.Interaction) -> None:
