@@ -1,8 +1,8 @@
 """Slash commands: sessions, variables, assets, swipes, branches, export, previews.
 
 Reads are open to every member; in groups, commands that change the session (binding,
-variables, reset, branching) need admin rights. Answers go to the chat (in a topic, to the
-topic) as escaped plain text, split at Telegram's limit.
+variables, reset, branching, setting the Author's Note) need admin rights. Answers go to the
+chat (in a topic, to the topic) as escaped plain text, split at Telegram's limit.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from adapters.telegram.keyboards import branches_keyboard
 from adapters.telegram.sender import Place, send_plain
 from engine.errors import EngineError
 from engine.turns.api import MAIN_BRANCH, Scope
+from engine.turns.notes import USAGE, describe_note, parse_note_command
 
 SCOPES: tuple[str, ...] = get_args(Scope)
 DRYRUN_PREVIEW_CHARS = 200
@@ -48,6 +49,7 @@ COMMANDS: dict[str, str] = {
     "worldbook": "Show the world books (send one as a file to add it)",
     "persona": "Who you are: /persona [Name | description] or /persona clear",
     "memory": "What the story remembers: /memory [search words]",
+    "note": "Author's Note: /note, /note off, /note [depth=N] [role=NAME] text",
     "regen": "Regenerate the latest reply",
     "branch": "Reply to a message with /branch to fork the story there",
     "branches": "List branches and switch between them",
@@ -65,6 +67,7 @@ GROUP_READS = (
     "worldbook",
     "persona",
     "memory",
+    "note",
     "regen",
     "branches",
     "export",
@@ -289,6 +292,27 @@ def build(frontend: Frontend) -> Router:
         await reply(
             message, bot, f"Memories ({title}, branch {where.branch}):\n" + "\n".join(lines)
         )
+
+    @command("note")
+    async def note(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        args = (cmd.args or "").strip()
+        if not args:
+            found = await service.author_note(where.key)
+            hint = "" if found else f" ({USAGE})"
+            await reply(message, bot, describe_note(found) + hint)
+            return
+        # Showing is open to members; changing the note changes every turn, like /setvar.
+        user = message.from_user
+        if not await frontend.may_write(bot, message.chat, user.id if user else None):
+            await reply(message, bot, "Only group admins can change the Author's Note here.")
+            return
+        parsed = parse_note_command(args, await service.author_note(where.key))
+        if parsed.action == "clear":
+            await service.set_author_note(where.key, None)
+            await reply(message, bot, "Author's Note cleared.")
+            return
+        await service.set_author_note(where.key, parsed.note)
+        await reply(message, bot, f"Set. {describe_note(parsed.note)}")
 
     @command("regen")
     async def regen(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
