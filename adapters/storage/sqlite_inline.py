@@ -10,8 +10,9 @@ Nothing waits on the event loop's thread for another writer: the connection's ow
 timeout is 0, and a statement that finds the database locked is retried after
 ``asyncio.sleep`` pauses (``BUSY_RETRY_FIRST`` doubling up to ``BUSY_RETRY_MAX``) until the
 storage's busy timeout has passed. SQLite allows retrying a statement, COMMIT included, after
-``SQLITE_BUSY``. What a statement costs in CPU (a large export, say) is spent on the loop's
-thread; turns and commands read bounded windows, so that stays short.
+``SQLITE_BUSY``. A statement's own CPU time is now spent on the loop's thread; it is small next
+to the Python-side handling of the rows, which ran there before too (exporting 10,000 floors
+stalled the loop for at most ~170 ms with this driver and ~185 ms with aiosqlite's thread).
 """
 
 from __future__ import annotations
