@@ -1,4 +1,5 @@
-"""Fixtures: a FakeDiscord world, a paced fake service, and a DiscordRunner pointed at both."""
+"""Fixtures: a FakeDiscord world, a paced fake service, and a DiscordRunner pointed at both;
+and for the real-engine tests, the fake OpenAI server and a TavernService on a SQLite file."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +22,14 @@ from tests.fakes.discord.world import (
     MANAGE_WEBHOOKS,
     MEMBER_DEFAULT,
 )
+from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.roleplay import FakeRoleplayService
+from tests.test_discord.real_engine import (
+    MODEL_LIFETIME_S,
+    MODEL_REQUESTS,
+    Engine,
+    RealStarter,
+)
 
 WAIT_S = 5.0
 
@@ -198,3 +207,31 @@ async def bind(world: World, channel: Channel | None = None, character: str = "S
     assert f"Imported card **{character}**" in imported.text, imported.text
     record = await world.fake.slash(where, world.gm, "tavern start", character=character)
     assert "plays here now" in record.text, record.text
+
+
+@pytest.fixture
+async def model() -> AsyncIterator[FakeOpenAIServer]:
+    """The fake OpenAI server (echoes the last user message unless scripted)."""
+    async with FakeOpenAIServer(
+        max_requests=MODEL_REQUESTS, hang_limit_s=10.0, lifetime_s=MODEL_LIFETIME_S
+    ) as server:
+        yield server
+
+
+@pytest.fixture
+async def engine(tmp_path: Path, model: FakeOpenAIServer) -> AsyncIterator[Engine]:
+    """The real engine, open; closed after the test (after the bots, which close first)."""
+    found = Engine(tmp_path / "discord.db", model)
+    await found.open()
+    yield found
+    await found.close()
+
+
+@pytest.fixture
+async def start_real(engine: Engine, start_bot: Starter) -> RealStarter:
+    """Start a bot on the open engine (listing ``engine`` first makes it close after the bots)."""
+
+    async def start(**options: Any) -> DiscordRunner:
+        return await start_bot(engine.svc, **options)
+
+    return start

@@ -3,16 +3,15 @@ served by the loopback fake OpenAI server through the real openai client.
 
 :class:`Engine` opens (and re-opens, for restarts) the storage and the service on one database
 file; the fake OpenAI server lives across restarts so a test can read every prompt it received.
+The ``model``, ``engine`` and ``start_real`` fixtures that build them are in ``conftest.py``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
-
-import pytest
+from typing import TYPE_CHECKING, Any
 
 from adapters.discord.convert import session_key
 from adapters.discord.runner import DiscordRunner
@@ -24,7 +23,10 @@ from engine.turns.profiles import LLMProfile, NoSecretCipher
 from engine.turns.service import TavernService
 from tests.fakes.discord import FakeDiscord, InteractionRecord
 from tests.fakes.openai_server import FakeOpenAIServer, FakeReply, FakeToolCall, RecordedRequest
-from tests.test_discord.conftest import Starter, World
+
+if TYPE_CHECKING:
+    # Only for annotations: conftest imports this module to build its real-engine fixtures.
+    from tests.test_discord.conftest import World
 
 MODEL_REQUESTS = 200  # the fake model answers 503 past this many requests
 MODEL_LIFETIME_S = 90.0
@@ -103,35 +105,7 @@ class Engine:
         return self.service
 
 
-@pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAIServer]:
-    """The fake OpenAI server (echoes the last user message unless scripted)."""
-    async with FakeOpenAIServer(
-        max_requests=MODEL_REQUESTS, hang_limit_s=10.0, lifetime_s=MODEL_LIFETIME_S
-    ) as server:
-        yield server
-
-
-@pytest.fixture
-async def engine(tmp_path: Path, model: FakeOpenAIServer) -> AsyncIterator[Engine]:
-    """The real engine, open; closed after the test (after the bots, which close first)."""
-    found = Engine(tmp_path / "discord.db", model)
-    await found.open()
-    yield found
-    await found.close()
-
-
 RealStarter = Callable[..., Awaitable[DiscordRunner]]
-
-
-@pytest.fixture
-async def start_real(engine: Engine, start_bot: Starter) -> RealStarter:
-    """Start a bot on the open engine (listing ``engine`` first makes it close after the bots)."""
-
-    async def start(**options: Any) -> DiscordRunner:
-        return await start_bot(engine.svc, **options)
-
-    return start
 
 
 def key_of(world: World, guild: int | None = None, channel: int | None = None) -> SessionKey:

@@ -15,19 +15,15 @@ from tests.test_discord.real_engine import (
     CARD_NAME,
     Engine,
     RealStarter,
-    engine,
     key_of,
-    model,
     narrator_requests,
     prompt_text,
     reply_text,
     say_and_wait,
     start_playing,
-    start_real,
     webhook_replies,
 )
 
-__all__ = ["engine", "model", "start_real"]
 pytestmark = pytest.mark.timeout(60)
 
 

@@ -15,29 +15,25 @@ from tests.test_discord.real_engine import (
     CARD_NAME,
     Engine,
     RealStarter,
-    engine,
     key_of,
-    model,
     narrator_requests,
     prompt_text,
     reply_text,
     say_and_wait,
     start_playing,
-    start_real,
     webhook_replies,
 )
 
-__all__ = ["engine", "model", "start_real"]
 pytestmark = pytest.mark.timeout(60)
 
 
-async def test_deleting_a_floors_message_hides_the_floor_and_keeps_it(
-    fake: FakeDiscord,
-    world: World,
-    start_real: RealStarter,
-    engine: Engine,
-    model: FakeOpenAIServer,
-) -> None:
+async def _play_two_floors(
+    fake: FakeDiscord, world: World, start_real: RealStarter, model: FakeOpenAIServer
+) -> list[dict[str, Any]]:
+    """Start playing; Alice says two lines in #rp ("Reply 1.", "Reply 2." answer them).
+
+    Returns her two messages, oldest first.
+    """
     await start_playing(fake, world, start_real)
     said = []
     for n, text in enumerate(("I order mead.", "I pay in gold."), start=1):
@@ -51,6 +47,17 @@ async def test_deleting_a_floors_message_hides_the_floor_and_keeps_it(
                 done=lambda n=n: len(webhook_replies(fake, world.rp.id)) == n,
             )
         )
+    return said
+
+
+async def test_deleting_a_floors_message_hides_the_floor_and_keeps_it(
+    fake: FakeDiscord,
+    world: World,
+    start_real: RealStarter,
+    engine: Engine,
+    model: FakeOpenAIServer,
+) -> None:
+    said = await _play_two_floors(fake, world, start_real, model)
     key = key_of(world)
     await fake.delete_by_user(said[0])
     await fake.wait_idle(quiet=0.3)
@@ -92,19 +99,7 @@ async def test_an_export_keeps_a_hidden_floor_marked_as_sillytavern_hides_it(
     engine: Engine,
     model: FakeOpenAIServer,
 ) -> None:
-    await start_playing(fake, world, start_real)
-    said = []
-    for n, text in enumerate(("I order mead.", "I pay in gold."), start=1):
-        model.script(reply_text(f"Reply {n}."))
-        said.append(
-            await say_and_wait(
-                fake,
-                world.rp,
-                world.alice,
-                text,
-                done=lambda n=n: len(webhook_replies(fake, world.rp.id)) == n,
-            )
-        )
+    said = await _play_two_floors(fake, world, start_real, model)
     await fake.delete_by_user(said[0])
     await fake.wait_idle(quiet=0.3)
     hidden_floor = [("I order mead.", True, True), ("Reply 1.", False, True)]

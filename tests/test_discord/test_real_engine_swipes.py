@@ -15,19 +15,15 @@ from tests.test_discord.conftest import World
 from tests.test_discord.real_engine import (
     Engine,
     RealStarter,
-    engine,
     key_of,
-    model,
     narrator_requests,
     reply_text,
     say_and_wait,
     set_var,
     start_playing,
-    start_real,
     webhook_replies,
 )
 
-__all__ = ["engine", "model", "start_real"]
 pytestmark = pytest.mark.timeout(60)
 
 
