@@ -198,47 +198,26 @@ async def run(
 ) -> dict[str, Any]:
     async with FakeTelegramServer(max_lifetime_s=RUN_LIMIT_S, max_requests=500_000) as srv:
         service = SlowModelService(model_ms / 1000)
-        tracker = Tracker()
-        srv.listeners.append(tracker)
-        config = TelegramConfig(
-            token=srv.token, api_base=srv.base_url, polling_timeout_s=1, batch_lines=batch
+        tracker, runner, chats = await _start(srv, service, chats_n, batch=batch)
+        figures, burst_wrong = await _phases(
+            srv,
+            tracker,
+            chats,
+            rounds,
+            burst,
+            model_ms,
+            model_time=lambda: (
+                service.model_time,
+                len([c for c in service.calls if c[0] == "respond"]),
+            ),
         )
-        runner = TelegramRunner(service, config)
-        await runner.start()
-        chats = []
-        for n in range(chats_n):
-            user = srv.new_user(f"Player{n}")
-            chats.append((user, srv.private_chat(user)))
-        started = time.perf_counter()
-        latencies = await _conversation(srv, tracker, chats, rounds)
-        wall = time.perf_counter() - started
-        responds = len([c for c in service.calls if c[0] == "respond"])
-        model_mean = service.model_time / max(responds, 1)
-        burst_started = time.perf_counter()
-        out_of_order = await _burst(srv, tracker, chats, burst)
-        burst_wall = time.perf_counter() - burst_started
         await runner.stop()
         played = [c[1][2] for c in service.calls if c[0] == "respond"]
-        missing = chats_n * (rounds + burst) - sum(len(lines) for lines in played)
-        floors = len(played) - chats_n * rounds
         return {
-            "chats": chats_n,
-            "rounds": rounds,
-            "burst": burst,
-            "model_ms": model_ms,
-            "messages": chats_n * rounds,
-            "wall_s": wall,
-            "throughput": chats_n * rounds / wall,
-            "lat_mean": statistics.mean(latencies),
-            "lat_p50": statistics.median(latencies),
-            "lat_p95": statistics.quantiles(latencies, n=20)[18],
-            "model_mean": model_mean,
-            "outside_share": 1 - model_mean / statistics.mean(latencies),
-            "burst_messages": chats_n * burst,
-            "burst_wall_s": burst_wall,
-            "burst_floors": floors,
-            "out_of_order": out_of_order,
-            "missing": missing,
+            **figures,
+            "burst_floors": len(played) - chats_n * rounds,
+            "out_of_order": burst_wrong,
+            "missing": chats_n * (rounds + burst) - sum(len(lines) for lines in played),
             "errors": len(runner.errors),
             "calls": dict(tracker.methods),
         }
@@ -315,6 +294,27 @@ async def _measure(
     model_time: Callable[[], tuple[float, int]],
     played: Callable[[list[tuple[dict, dict]]], Any],
 ) -> dict[str, Any]:
+    tracker, runner, chats = await _start(srv, service, chats_n, batch=batch)
+    figures, _ = await _phases(srv, tracker, chats, rounds, burst, model_ms, model_time=model_time)
+    await runner.stop()
+    lines = await played(chats)
+    expected = [f"round {n}" for n in range(rounds)] + [f"burst {n}" for n in range(burst)]
+    return {
+        **figures,
+        "burst_floors": tracker.floors - chats_n * rounds,
+        # The lines as ``played`` reads them: every chat's, each once and in order.
+        "out_of_order": sum(1 for chat_lines in lines if chat_lines != expected),
+        "missing": chats_n * (rounds + burst) - sum(len(chat_lines) for chat_lines in lines),
+        "errors": len(runner.errors),
+        "calls": dict(tracker.methods),
+    }
+
+
+async def _start(
+    srv: FakeTelegramServer, service: Any, chats_n: int, *, batch: bool
+) -> tuple[Tracker, TelegramRunner, list[tuple[dict, dict]]]:
+    """A tracker on ``srv``, a started runner on ``service`` and ``chats_n`` private chats
+    (each with its player)."""
     tracker = Tracker()
     srv.listeners.append(tracker)
     config = TelegramConfig(
@@ -326,40 +326,61 @@ async def _measure(
     for n in range(chats_n):
         user = srv.new_user(f"Player{n}")
         chats.append((user, srv.private_chat(user)))
+    return tracker, runner, chats
+
+
+async def _phases(
+    srv: FakeTelegramServer,
+    tracker: Tracker,
+    chats: list[tuple[dict, dict]],
+    rounds: int,
+    burst: int,
+    model_ms: int,
+    *,
+    model_time: Callable[[], tuple[float, int]],
+) -> tuple[dict[str, Any], int]:
+    """The conversation, then the burst: their figures, and the chats :func:`_burst` found
+    answered wrong. ``model_time()`` (seconds in the model, replies) is read between the two,
+    so that the model's mean covers the conversation only."""
     started = time.perf_counter()
     latencies = await _conversation(srv, tracker, chats, rounds)
     wall = time.perf_counter() - started
     spent, responds = model_time()
     model_mean = spent / max(responds, 1)
     burst_started = time.perf_counter()
-    await _burst(srv, tracker, chats, burst)
+    wrong = await _burst(srv, tracker, chats, burst)
     burst_wall = time.perf_counter() - burst_started
-    await runner.stop()
-    lines = await played(chats)
-    expected = [f"round {n}" for n in range(rounds)] + [f"burst {n}" for n in range(burst)]
-    wrong = sum(1 for chat_lines in lines if chat_lines != expected)
-    missing = chats_n * (rounds + burst) - sum(len(chat_lines) for chat_lines in lines)
-    return {
-        "chats": chats_n,
+    figures = {
+        "chats": len(chats),
         "rounds": rounds,
         "burst": burst,
         "model_ms": model_ms,
-        "messages": chats_n * rounds,
+        "messages": len(chats) * rounds,
         "wall_s": wall,
-        "throughput": chats_n * rounds / wall,
+        "throughput": len(chats) * rounds / wall,
         "lat_mean": statistics.mean(latencies),
         "lat_p50": statistics.median(latencies),
         "lat_p95": statistics.quantiles(latencies, n=20)[18],
         "model_mean": model_mean,
         "outside_share": 1 - model_mean / statistics.mean(latencies),
-        "burst_messages": chats_n * burst,
+        "burst_messages": len(chats) * burst,
         "burst_wall_s": burst_wall,
-        "burst_floors": tracker.floors - chats_n * rounds,
-        "out_of_order": wrong,
-        "missing": missing,
-        "errors": len(runner.errors),
-        "calls": dict(tracker.methods),
     }
+    return figures, wrong
+
+
+def _conversation_rows(r: dict[str, Any]) -> list[str]:
+    """The head of both reports' tables: the chats and the conversation phase's figures."""
+    return [
+        "| measure | value |",
+        "|---|---|",
+        f"| private chats at once | {r['chats']} |",
+        f"| conversation: messages (each sent after the previous reply) | {r['messages']} |",
+        f"| conversation: wall time | {r['wall_s']:.2f} s |",
+        f"| throughput | {r['throughput']:.1f} replies/s |",
+        f"| latency message -> final reply: mean / p50 / p95 | {r['lat_mean'] * 1000:.0f} / "
+        f"{r['lat_p50'] * 1000:.0f} / {r['lat_p95'] * 1000:.0f} ms |",
+    ]
 
 
 def report(r: dict[str, Any], base: dict[str, Any], batched: dict[str, Any]) -> str:
@@ -374,14 +395,7 @@ def report(r: dict[str, Any], base: dict[str, Any], batched: dict[str, Any]) -> 
             f"({platform.python_implementation()} {platform.python_version()}, "
             f"{platform.machine()}).",
             "",
-            "| measure | value |",
-            "|---|---|",
-            f"| private chats at once | {r['chats']} |",
-            f"| conversation: messages (each sent after the previous reply) | {r['messages']} |",
-            f"| conversation: wall time | {r['wall_s']:.2f} s |",
-            f"| throughput | {r['throughput']:.1f} replies/s |",
-            f"| latency message -> final reply: mean / p50 / p95 | {r['lat_mean'] * 1000:.0f} / "
-            f"{r['lat_p50'] * 1000:.0f} / {r['lat_p95'] * 1000:.0f} ms |",
+            *_conversation_rows(r),
             f"| model time per reply | {r['model_mean'] * 1000:.0f} ms |",
             f"| share of reply time outside the model | {r['outside_share'] * 100:.1f} % |",
             f"| burst: messages sent at once ({r['burst']} per chat) | {r['burst_messages']} |",
@@ -434,14 +448,7 @@ def report_real(r: dict[str, Any], base: dict[str, Any], batched: dict[str, Any]
             "completeness are read back from the database (each chat's exported user lines "
             "must be exactly its messages, in order).",
             "",
-            "| measure | value |",
-            "|---|---|",
-            f"| private chats at once | {r['chats']} |",
-            f"| conversation: messages (each sent after the previous reply) | {r['messages']} |",
-            f"| conversation: wall time | {r['wall_s']:.2f} s |",
-            f"| throughput | {r['throughput']:.1f} replies/s |",
-            f"| latency message -> final reply: mean / p50 / p95 | {r['lat_mean'] * 1000:.0f} / "
-            f"{r['lat_p50'] * 1000:.0f} / {r['lat_p95'] * 1000:.0f} ms |",
+            *_conversation_rows(r),
             f"| model time per reply (measured) | {r['model_mean'] * 1000:.0f} ms |",
             f"| share of reply time outside the model | {r['outside_share'] * 100:.1f} % |",
             f"| burst: messages sent at once ({r['burst']} per chat) / floors / wall time | "

@@ -25,13 +25,12 @@ from sqlalchemy import insert  # noqa: E402
 
 from adapters.storage import open_storage  # noqa: E402
 from adapters.storage.models import (  # noqa: E402
-    FloorRow,
-    PageRow,
     VariableLogRow,
     VariableSnapshotRow,
     VariableValueRow,
     utcnow,
 )
+from bench._support import insert_committed_floors  # noqa: E402
 from engine.timeline.service import TimelineService  # noqa: E402
 from engine.variables.service import VariableService  # noqa: E402
 from engine.variables.store import SNAPSHOT_EVERY  # noqa: E402
@@ -55,43 +54,7 @@ async def _bulk_build(
     state: dict[str, Any] = {}
     async with storage.unit_of_work() as uow:
         db = uow.db
-        floor_rows = [
-            {
-                "branch_id": branch_id,
-                "seq": seq,
-                "state": "committed",
-                "active_page": 1,
-                "hidden": False,
-                "created_at": now,
-                "updated_at": now,
-            }
-            for seq in range(1, n + 1)
-        ]
-        floor_ids = [
-            row.id
-            for row in await db.execute(
-                insert(FloorRow.__table__).returning(FloorRow.id, sort_by_parameter_order=True),
-                floor_rows,
-            )
-        ]
-        page_rows = [
-            {
-                "floor_id": fid,
-                "number": 1,
-                "status": "committed",
-                "hidden": False,
-                "meta": {},
-                "created_at": now,
-            }
-            for fid in floor_ids
-        ]
-        page_ids = [
-            row.id
-            for row in await db.execute(
-                insert(PageRow.__table__).returning(PageRow.id, sort_by_parameter_order=True),
-                page_rows,
-            )
-        ]
+        floor_ids, page_ids = await insert_committed_floors(db, branch_id, n, now)
         log_rows: list[dict[str, Any]] = []
         snapshots: list[dict[str, Any]] = []
         for seq, (fid, pid) in enumerate(zip(floor_ids, page_ids, strict=True), start=1):

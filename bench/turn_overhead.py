@@ -28,7 +28,8 @@ from sqlalchemy import event, insert, text  # noqa: E402
 
 from adapters.llm import OfflineChatModel  # noqa: E402
 from adapters.storage import open_storage  # noqa: E402
-from adapters.storage.models import FloorRow, MessageRow, PageRow, utcnow  # noqa: E402
+from adapters.storage.models import MessageRow, utcnow  # noqa: E402
+from bench._support import insert_committed_floors  # noqa: E402
 from engine.turns.api import SessionKey, Speaker, UserLine  # noqa: E402
 from engine.turns.profiles import environment_profile  # noqa: E402
 from engine.turns.service import TavernService  # noqa: E402
@@ -47,43 +48,7 @@ async def _bulk(storage: Any, branch_id: int, n: int) -> None:
     now = utcnow()
     async with storage.unit_of_work() as uow:
         db = uow.db
-        floors = [
-            {
-                "branch_id": branch_id,
-                "seq": s,
-                "state": "committed",
-                "active_page": 1,
-                "hidden": False,
-                "created_at": now,
-                "updated_at": now,
-            }
-            for s in range(1, n + 1)
-        ]
-        ids = [
-            r.id
-            for r in await db.execute(
-                insert(FloorRow.__table__).returning(FloorRow.id, sort_by_parameter_order=True),
-                floors,
-            )
-        ]
-        pages = [
-            {
-                "floor_id": f,
-                "number": 1,
-                "status": "committed",
-                "hidden": False,
-                "meta": {},
-                "created_at": now,
-            }
-            for f in ids
-        ]
-        page_ids = [
-            r.id
-            for r in await db.execute(
-                insert(PageRow.__table__).returning(PageRow.id, sort_by_parameter_order=True),
-                pages,
-            )
-        ]
+        ids, page_ids = await insert_committed_floors(db, branch_id, n, now)
         messages: list[dict[str, Any]] = []
         for f, p in zip(ids, page_ids, strict=True):
             for page_id, role, raw in ((None, "user", "I look around."), (p, "assistant", REPLY)):
