@@ -5,13 +5,21 @@ from __future__ import annotations
 from aiogram import Router
 
 from adapters.telegram.app import Frontend
-from adapters.telegram.routers import callbacks, commands, documents, messages, reactions
+from adapters.telegram.routers import (
+    asset_commands,
+    callbacks,
+    commands,
+    documents,
+    messages,
+    reactions,
+)
 
 
 def build_routers(frontend: Frontend) -> list[Router]:
     """Commands first, then buttons, reactions, documents and plain messages."""
     return [
         commands.build(frontend),
+        asset_commands.build(frontend),
         callbacks.build(frontend),
         reactions.build(frontend),
         documents.build(frontend),

@@ -1,4 +1,8 @@
-"""Slash commands: sessions, variables, assets, swipes, branches, export, previews.
+"""Slash commands: the command table, what every handler shares, and the commands that start,
+play, branch, reset and export the story and read or set its variables.
+
+The commands about what a session is made of (character, preset, world books, persona,
+memories, Author's Note) are in :mod:`adapters.telegram.routers.asset_commands`.
 
 Reads are open to every member; in groups, commands that change the session (binding,
 variables, reset, branching, setting the Author's Note) need admin rights. Answers go to the
@@ -30,7 +34,6 @@ from adapters.telegram.keyboards import branches_keyboard
 from adapters.telegram.sender import Place, send_plain
 from engine.errors import EngineError
 from engine.turns.api import MAIN_BRANCH, Scope
-from engine.turns.notes import USAGE, describe_note, parse_note_command
 
 SCOPES: tuple[str, ...] = get_args(Scope)
 DRYRUN_PREVIEW_CHARS = 200
@@ -88,34 +91,47 @@ def command_scopes() -> list[tuple[list[BotCommand], Any]]:
     ]
 
 
-def _value(text: str) -> Any:
+def parse_value(text: str) -> Any:
+    """A variable value typed in a command: JSON where it parses, else the text itself."""
     try:
         return json.loads(text)
     except ValueError:
         return text
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
+    """A value as a command shows it, cut at VALUE_SHOWN_CHARS."""
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
     return text if len(text) <= VALUE_SHOWN_CHARS else text[:VALUE_SHOWN_CHARS] + "…"
 
 
-def build(frontend: Frontend) -> Router:
-    """The router for every command in :data:`COMMANDS`."""
-    router = Router(name="telegram-commands")
-    service = frontend.service
+Handler = Callable[[Message, Bot, Where, CommandObject], Awaitable[None]]
+"""A command handler: the message, the bot, where it was said, and the parsed command."""
 
-    async def reply(message: Message, bot: Bot, text: str, **kw: Any) -> None:
+
+class CommandRouter:
+    """A Router for slash commands, with what their handlers share.
+
+    :meth:`reply` answers in place (in a topic, to the topic); :meth:`command` registers a
+    handler that runs only in a playable session and, for :data:`WRITES`, only for those who
+    may change it.
+    """
+
+    def __init__(self, frontend: Frontend, name: str) -> None:
+        self.frontend = frontend
+        self.router = Router(name=name)
+
+    async def reply(self, message: Message, bot: Bot, text: str, **kw: Any) -> None:
+        """Answer ``message`` where it was said, as escaped plain text."""
         where_thread = message.message_thread_id if message.is_topic_message else None
         place = Place(
             chat_id=message.chat.id, thread_id=where_thread, private=message.chat.type == "private"
         )
         await send_plain(bot, place, text, **kw)
 
-    Handler = Callable[[Message, Bot, Where, CommandObject], Awaitable[None]]
-
-    def command(name: str) -> Callable[[Handler], Handler]:
+    def command(self, name: str) -> Callable[[Handler], Handler]:
         """Register a handler that runs in a playable session, with the write check."""
+        frontend, reply = self.frontend, self.reply
 
         def register(handler: Handler) -> Handler:
             async def run(message: Message, bot: Bot, command: CommandObject) -> None:
@@ -136,10 +152,19 @@ def build(frontend: Frontend) -> Router:
                 except EngineError as exc:
                     await reply(message, bot, f"⚠️ {exc}")
 
-            router.message(Command(name))(run)
+            self.router.message(Command(name))(run)
             return handler
 
         return register
+
+
+def build(frontend: Frontend) -> Router:
+    """The router for /start and the commands that play the story, fork it, reset it, export
+    it and look at its variables and prompt (the rest of :data:`COMMANDS` is in
+    :mod:`adapters.telegram.routers.asset_commands`)."""
+    commands = CommandRouter(frontend, "telegram-commands")
+    router, reply, command = commands.router, commands.reply, commands.command
+    service = frontend.service
 
     @router.message(CommandStart())
     async def start(message: Message, bot: Bot) -> None:
@@ -172,7 +197,7 @@ def build(frontend: Frontend) -> Router:
         if not values:
             await reply(message, bot, f"No variables ({title}, branch {where.branch}).")
             return
-        lines = [f"{name} = {_shown(values[name])}" for name in sorted(values)[:VARS_SHOWN]]
+        lines = [f"{name} = {shown(values[name])}" for name in sorted(values)[:VARS_SHOWN]]
         more = len(values) - VARS_SHOWN
         if more > 0:
             lines.append(f"… and {more} more")
@@ -191,10 +216,10 @@ def build(frontend: Frontend) -> Router:
             await reply(message, bot, f"{name} is not set on branch {where.branch}.")
             return
         history = await service.variable_history(where.key, where.branch, name)
-        lines = [f"{name} = {_shown(values[name])}"]
+        lines = [f"{name} = {shown(values[name])}"]
         for write in history[-5:]:
             at = f" (floor {write.floor}, page {write.page})" if write.floor else ""
-            lines.append(f"  {write.scope}: {_shown(write.value)}{at}")
+            lines.append(f"  {write.scope}: {shown(write.value)}{at}")
         await reply(message, bot, "\n".join(lines))
 
     @command("setvar")
@@ -206,9 +231,9 @@ def build(frontend: Frontend) -> Router:
         scope = "chat"
         if len(tokens) >= 3 and tokens[-1].lower() in SCOPES:
             scope = tokens.pop().lower()
-        name, value = tokens[0], _value(" ".join(tokens[1:]))
+        name, value = tokens[0], parse_value(" ".join(tokens[1:]))
         await service.set_variable(where.key, where.branch, name, value, cast(Scope, scope))
-        await reply(message, bot, f"Set {name} = {_shown(value)} ({scope} scope).")
+        await reply(message, bot, f"Set {name} = {shown(value)} ({scope} scope).")
 
     @command("delvar")
     async def delvar(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
@@ -219,100 +244,6 @@ def build(frontend: Frontend) -> Router:
         scope = tokens[1] if len(tokens) == 2 else "chat"
         await service.delete_variable(where.key, where.branch, tokens[0], cast(Scope, scope))
         await reply(message, bot, f"Deleted {tokens[0]} ({scope} scope).")
-
-    @command("character")
-    async def character(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
-        info = await service.session_info(where.key)
-        await reply(
-            message,
-            bot,
-            f"Character: {info.character or 'the default character'}.\n"
-            "Send a card (PNG or JSON) as a file to change it.",
-        )
-
-    @command("preset")
-    async def preset(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
-        info = await service.session_info(where.key)
-        await reply(
-            message,
-            bot,
-            f"Preset: {info.preset or 'none (built-in prompt)'}; prompt "
-            f"mode {info.prompt_mode}.\nSend a preset JSON as a file to change it.",
-        )
-
-    @command("worldbook")
-    async def worldbook(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
-        info = await service.session_info(where.key)
-        books = ", ".join(info.worldbooks) or "none"
-        await reply(
-            message, bot, f"World books: {books}.\nSend a world book JSON as a file to add it."
-        )
-
-    @command("persona")
-    async def persona(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
-        user = message.from_user
-        fallback = user.full_name if user else "you"
-        if user is None:
-            # A channel post has no author to give a persona to.
-            await reply(message, bot, f"You play as {fallback} ({{{{user}}}}).")
-            return
-        args = (cmd.args or "").strip()
-        user_id = str(user.id)
-        if not args:
-            found = await service.persona(where.key, user_id)
-            if found is None:
-                await reply(
-                    message,
-                    bot,
-                    f"You play as {fallback} ({{{{user}}}}). Set a persona with "
-                    "/persona Name | description, drop it with /persona clear.",
-                )
-                return
-            name, description = found
-            about = f"\n{description}" if description else ""
-            await reply(message, bot, f"You play as {name} ({{{{user}}}}).{about}")
-            return
-        if args.lower() == "clear":
-            await service.clear_persona(where.key, user_id)
-            await reply(message, bot, f"Persona dropped: you play as {fallback} again.")
-            return
-        name, _, description = args.partition("|")
-        await service.set_persona(where.key, user_id, name.strip(), description.strip())
-        await reply(message, bot, f"Persona set: you play as {name.strip()} in this chat.")
-
-    @command("memory")
-    async def memory(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
-        query = (cmd.args or "").strip() or None
-        found = await service.memories(where.key, where.branch, query=query, limit=MEMORY_SHOWN)
-        if not found:
-            await reply(message, bot, f"No memories yet (branch {where.branch}).")
-            return
-        lines = [f"• [{m.kind}, {m.scope}, {m.importance:.1f}] {_shown(m.text)}" for m in found]
-        title = f"matching {query!r}" if query else "newest first"
-        await reply(
-            message, bot, f"Memories ({title}, branch {where.branch}):\n" + "\n".join(lines)
-        )
-
-    @command("note")
-    async def note(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
-        args = (cmd.args or "").strip()
-        if not args:
-            found = await service.author_note(where.key)
-            hint = "" if found else f" ({USAGE})"
-            await reply(message, bot, describe_note(found) + hint)
-            return
-        # Showing is open to members; changing the note changes every turn, like /setvar.
-        user = message.from_user
-        if not await frontend.may_write(bot, message.chat, user.id if user else None):
-            await reply(message, bot, "Only group admins can change the Author's Note here.")
-            return
-        parsed = parse_note_command(args, await service.author_note(where.key))
-        if parsed.action == "clear":
-            await service.set_author_note(where.key, None)
-            await reply(message, bot, "Author's Note cleared.")
-            return
-        await service.set_author_note(where.key, parsed.note)
-        await reply(message, bot, f"Set. {describe_note(parsed.note)}")
 
     @command("regen")
     async def regen(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
@@ -400,7 +331,7 @@ def build(frontend: Frontend) -> Router:
             lines.append(f"[{item.get('role', '?')}] {content}")
         for key in ("budget", "tokens", "warnings"):
             if key in result:
-                lines.append(f"{key}: {_shown(result[key])}")
+                lines.append(f"{key}: {shown(result[key])}")
         await reply(message, bot, "\n".join(lines))
 
     return router
