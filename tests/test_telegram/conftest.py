@@ -15,6 +15,23 @@ from tests.fakes.telegram import FakeTelegramServer
 
 TEST_LIFETIME_S = 60.0
 CHUNK_PAUSE_S = 0.01
+Json = dict[str, Any]
+
+
+def config_for(server: FakeTelegramServer, **overrides: Any) -> TelegramConfig:
+    """A runner's config pointed at ``server``, with test-sized timings (``overrides`` win)."""
+    values: dict[str, Any] = {
+        "token": server.token,
+        "api_base": server.base_url,
+        "polling_timeout_s": 1,
+        "polling_backoff_min_s": 0.01,
+        "polling_backoff_max_s": 0.05,
+        "edit_interval_private_s": 0.0,
+        "edit_interval_group_s": 0.0,
+        "draft_interval_s": 0.0,
+    }
+    values.update(overrides)
+    return TelegramConfig(**values)
 
 
 class StreamingService(FakeRoleplayService):
@@ -51,18 +68,7 @@ class Harness:
         self.slept.append(seconds)  # retries in tests do not wait for real
 
     def config(self, **overrides: Any) -> TelegramConfig:
-        values: dict[str, Any] = {
-            "token": self.server.token,
-            "api_base": self.server.base_url,
-            "polling_timeout_s": 1,
-            "polling_backoff_min_s": 0.01,
-            "polling_backoff_max_s": 0.05,
-            "edit_interval_private_s": 0.0,
-            "edit_interval_group_s": 0.0,
-            "draft_interval_s": 0.0,
-        }
-        values.update(overrides)
-        return TelegramConfig(**values)
+        return config_for(self.server, **overrides)
 
     async def start(self, service: Any = None, **overrides: Any) -> TelegramRunner:
         runner = TelegramRunner(
@@ -72,6 +78,13 @@ class Harness:
         await runner.start()
         return runner
 
+    async def start_private(self, name: str = "Alice", **overrides: Any) -> tuple[Json, Json]:
+        """Start a runner (``overrides`` as for :meth:`start`); return a new user called
+        ``name`` and their private chat with the bot."""
+        await self.start(**overrides)
+        user = self.server.new_user(name)
+        return user, self.server.private_chat(user)
+
     async def stop(self, runner: TelegramRunner) -> None:
         await runner.stop()
         self.runners.remove(runner)
@@ -79,6 +92,16 @@ class Harness:
 
     def texts(self, chat_id: int, **kw: Any) -> list[str]:
         return [m.text or "" for m in self.server.bot_messages(chat_id, **kw)]
+
+    async def wait_split_reply(self, chat_id: int, parts: int) -> None:
+        """Wait until the chat shows ``parts`` bot messages, the last with its keyboard: a
+        reply split in that many messages, complete."""
+        await self.server.wait_until(
+            lambda: (
+                len(self.texts(chat_id)) == parts
+                and self.server.bot_messages(chat_id)[-1].reply_markup is not None
+            )
+        )
 
     async def wait_text(
         self, chat_id: int, predicate: Callable[[str], bool], *, wait_s: float = 10.0, **kw: Any

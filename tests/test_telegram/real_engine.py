@@ -30,6 +30,7 @@ from engine.turns.service import TavernService
 from tests.fakes.openai_server import FakeOpenAIServer, FakeReply, FakeResponse, FakeToolCall
 from tests.fakes.telegram import FakeTelegramServer
 from tests.fakes.telegram.methods import FakeMessage
+from tests.test_telegram.conftest import config_for
 
 TEST_LIFETIME_S = 90.0
 """Both fakes stop by themselves after this long."""
@@ -108,18 +109,7 @@ class RealHarness:
         self.slept.append(seconds)  # retries in tests do not wait for real
 
     def config(self, **overrides: Any) -> TelegramConfig:
-        values: dict[str, Any] = {
-            "token": self.tg.token,
-            "api_base": self.tg.base_url,
-            "polling_timeout_s": 1,
-            "polling_backoff_min_s": 0.01,
-            "polling_backoff_max_s": 0.05,
-            "edit_interval_private_s": 0.0,
-            "edit_interval_group_s": 0.0,
-            "draft_interval_s": 0.0,
-        }
-        values.update(overrides)
-        return TelegramConfig(**values)
+        return config_for(self.tg, **overrides)
 
     async def boot(
         self, *, offline: bool = False, memory: bool = False, **overrides: Any

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.test_telegram.conftest import Harness, StreamingService
+from tests.test_telegram.conftest import Harness, Json, StreamingService
 
 
 class GatedService(StreamingService):
@@ -23,18 +23,31 @@ class GatedService(StreamingService):
         return await super().respond(key, branch, lines, on_text=on_text)
 
 
-async def test_lines_sent_during_a_turn_become_one_floor(harness: Harness) -> None:
+async def _hold_a_turn(harness: Harness, **options: Any) -> tuple[GatedService, Json, Json]:
+    """Start a bot on a :class:`GatedService`; Alice says "hold" in private and her turn is
+    held. Returns the service, Alice and her chat."""
     service = GatedService()
-    await harness.start(service=service)
-    srv = harness.server
-    alice = srv.new_user("Alice")
-    chat = srv.private_chat(alice)
-    await srv.send_text(chat, alice, "hold")
+    alice, chat = await harness.start_private(service=service, **options)
+    await harness.server.send_text(chat, alice, "hold")
     await asyncio.wait_for(service.holding.wait(), 10)
+    return service, alice, chat
+
+
+async def _release_when_fetched(harness: Harness, service: GatedService, update_id: int) -> None:
+    """Let the held turn go once the runner has fetched every update up to ``update_id``, so
+    that those messages are already waiting behind it."""
+    await harness.server.wait_for(
+        "getUpdates", lambda c: (c.params.get("offset") or 0) > update_id
+    )
+    service.gate.set()
+
+
+async def test_lines_sent_during_a_turn_become_one_floor(harness: Harness) -> None:
+    service, alice, chat = await _hold_a_turn(harness)
+    srv = harness.server
     await srv.send_text(chat, alice, "first")
     last = await srv.push_update("message", (await _text(srv, chat, alice, "second")))
-    await srv.wait_for("getUpdates", lambda c: (c.params.get("offset") or 0) > last["update_id"])
-    service.gate.set()
+    await _release_when_fetched(harness, service, last["update_id"])
     reply = await harness.wait_text(chat["id"], lambda t: "second" in t)
     await srv.wait_until(lambda: len(service.sessions[next(iter(service.sessions))].links) >= 5)
     assert reply.text.endswith("You said: Alice: first / Alice: second")
@@ -47,19 +60,12 @@ async def test_lines_sent_during_a_turn_become_one_floor(harness: Harness) -> No
 
 
 async def test_a_command_between_lines_starts_a_new_floor(harness: Harness) -> None:
-    service = GatedService()
-    await harness.start(service=service)
+    service, alice, chat = await _hold_a_turn(harness)
     srv = harness.server
-    alice = srv.new_user("Alice")
-    chat = srv.private_chat(alice)
-    await srv.send_text(chat, alice, "hold")
-    await asyncio.wait_for(service.holding.wait(), 10)
     await srv.send_text(chat, alice, "before")
     await srv.send_text(chat, alice, "/setvar x 1")
     last = await srv.send_text(chat, alice, "after")
-    update_id = srv.updates[-1]["update_id"]
-    await srv.wait_for("getUpdates", lambda c: (c.params.get("offset") or 0) > update_id)
-    service.gate.set()
+    await _release_when_fetched(harness, service, srv.updates[-1]["update_id"])
     await harness.wait_text(chat["id"], lambda t: t.endswith("Alice: after"))
     floors = [[line.text for line in c[1][2]] for c in service.calls if c[0] == "respond"]
     assert floors == [["hold"], ["before"], ["after"]]
@@ -74,18 +80,11 @@ async def _text(srv: Any, chat: dict, user: dict, text: str) -> dict:
 
 
 async def test_without_batching_every_message_is_its_own_floor(harness: Harness) -> None:
-    service = GatedService()
-    await harness.start(service=service, batch_lines=False)
+    service, alice, chat = await _hold_a_turn(harness, batch_lines=False)
     srv = harness.server
-    alice = srv.new_user("Alice")
-    chat = srv.private_chat(alice)
-    await srv.send_text(chat, alice, "hold")
-    await asyncio.wait_for(service.holding.wait(), 10)
     await srv.send_text(chat, alice, "first")
     await srv.send_text(chat, alice, "second")
-    update_id = srv.updates[-1]["update_id"]
-    await srv.wait_for("getUpdates", lambda c: (c.params.get("offset") or 0) > update_id)
-    service.gate.set()
+    await _release_when_fetched(harness, service, srv.updates[-1]["update_id"])
     await harness.wait_text(chat["id"], lambda t: t.endswith("Alice: second"))
     floors = [[line.text for line in c[1][2]] for c in service.calls if c[0] == "respond"]
     assert floors == [["hold"], ["first"], ["second"]]

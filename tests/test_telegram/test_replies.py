@@ -17,10 +17,8 @@ def _keyboard_texts(markup: dict | None) -> list[str]:
 async def test_private_reply_streams_through_drafts_and_carries_the_keyboard(
     harness: Harness,
 ) -> None:
-    await harness.start()
+    alice, chat = await harness.start_private()
     srv = harness.server
-    alice = srv.new_user("Alice")
-    chat = srv.private_chat(alice)
     await srv.send_text(chat, alice, "Tell me <everything> & more")
     reply = await harness.wait_text(chat["id"], lambda t: "everything" in t)
     assert reply.text == "Seraphina: I hear you. You said: Alice: Tell me <everything> & more"
@@ -71,17 +69,10 @@ async def test_a_5000_character_reply_arrives_as_two_messages_of_valid_html(
     long_text = "\n\n".join([paragraph.strip()] * 5)
     assert len(long_text) > 5000
     harness.service.reply_for = lambda character, lines, page: long_text
-    await harness.start()
+    alice, chat = await harness.start_private()
     srv = harness.server
-    alice = srv.new_user("Alice")
-    chat = srv.private_chat(alice)
     await srv.send_text(chat, alice, "Go on")
-    await srv.wait_until(
-        lambda: (
-            len(harness.texts(chat["id"])) == 2
-            and bool(srv.bot_messages(chat["id"])[-1].reply_markup)
-        )
-    )
+    await harness.wait_split_reply(chat["id"], 2)
     first, second = srv.bot_messages(chat["id"])
     for msg in (first, second):
         assert msg.parse_mode == "HTML"
@@ -95,27 +86,18 @@ async def test_a_5000_character_reply_arrives_as_two_messages_of_valid_html(
 
 async def test_long_reply_in_emoji_is_split_by_utf16_units(harness: Harness) -> None:
     harness.service.reply_for = lambda character, lines, page: "😀" * 3000  # 6000 units
-    await harness.start()
+    alice, chat = await harness.start_private()
     srv = harness.server
-    alice = srv.new_user("Alice")
-    chat = srv.private_chat(alice)
     await srv.send_text(chat, alice, "smile")
-    await srv.wait_until(
-        lambda: (
-            len(harness.texts(chat["id"])) == 2
-            and bool(srv.bot_messages(chat["id"])[-1].reply_markup)
-        )
-    )
+    await harness.wait_split_reply(chat["id"], 2)
     texts = harness.texts(chat["id"])
     assert "".join(texts) == "😀" * 3000
     assert all(utf16_len(t) <= 4096 for t in texts)
 
 
 async def test_keyboard_moves_to_the_newest_reply(harness: Harness) -> None:
-    await harness.start()
+    alice, chat = await harness.start_private()
     srv = harness.server
-    alice = srv.new_user("Alice")
-    chat = srv.private_chat(alice)
     await srv.send_text(chat, alice, "one")
     first = await harness.wait_text(chat["id"], lambda t: t.endswith("one"))
     await srv.send_text(chat, alice, "two")
@@ -129,10 +111,8 @@ async def test_keyboard_moves_to_the_newest_reply(harness: Harness) -> None:
 
 
 async def test_failed_turn_says_so(harness: Harness) -> None:
-    await harness.start()
+    alice, chat = await harness.start_private()
     srv = harness.server
-    alice = srv.new_user("Alice")
-    chat = srv.private_chat(alice)
     harness.service.fail_next = True
     await srv.send_text(chat, alice, "hello?")
     failed = await harness.wait_text(chat["id"], lambda t: "failed" in t)
@@ -141,10 +121,8 @@ async def test_failed_turn_says_so(harness: Harness) -> None:
 
 
 async def test_a_reply_deleted_by_the_user_is_sent_again_on_regenerate(harness: Harness) -> None:
-    await harness.start()
+    alice, chat = await harness.start_private()
     srv = harness.server
-    alice = srv.new_user("Alice")
-    chat = srv.private_chat(alice)
     await srv.send_text(chat, alice, "Hi")
     reply = await harness.wait_text(chat["id"], lambda t: t.endswith("Hi"))
     await srv.wait_until(lambda: reply.reply_markup is not None)

@@ -19,10 +19,8 @@ def _counter(msg: FakeMessage) -> str:
 
 
 async def _first_reply(harness: Harness) -> tuple[dict, dict, FakeMessage]:
-    await harness.start()
+    alice, chat = await harness.start_private()
     srv = harness.server
-    alice = srv.new_user("Alice")
-    chat = srv.private_chat(alice)
     await srv.send_text(chat, alice, "Hello")
     reply = await harness.wait_text(chat["id"], lambda t: t.endswith("Hello"))
     await srv.wait_until(lambda: reply.reply_markup is not None)
@@ -96,17 +94,10 @@ async def test_swiping_between_a_long_and_a_short_page_adds_and_removes_messages
 ) -> None:
     long_page = "\n\n".join(["A long first answer. " * 40] * 6)
     harness.service.reply_for = lambda character, lines, page: long_page if page == 1 else "Short."
-    await harness.start()
+    alice, chat = await harness.start_private()
     srv = harness.server
-    alice = srv.new_user("Alice")
-    chat = srv.private_chat(alice)
     await srv.send_text(chat, alice, "Talk")
-    await srv.wait_until(
-        lambda: (
-            len(harness.texts(chat["id"])) == 2
-            and srv.bot_messages(chat["id"])[-1].reply_markup is not None
-        )
-    )
+    await harness.wait_split_reply(chat["id"], 2)
     head, tail = srv.bot_messages(chat["id"])
     await srv.press(chat, alice, tail.message_id, _button(tail, "🔄"))
     await srv.wait_until(lambda: head.text == "Short." and tail.deleted)
