@@ -88,16 +88,15 @@ REAL_NOTES = """
 
 - Every message is answered and every 429 retried on the real engine too; the edit budget
   holds (at most one slot per channel per second, within rate + burst overall).
-- The engine is not free: CPU is about 30-45 ms per reply for the whole process (3.5 ms with
-  the in-memory service), and the time inside `respond()` is 1-2.3 s per floor against a
-  0.2 s model. With 50 channels generating at once, each turn's engine work (reading the
-  session, assembling the prompt, its SQLite transactions) queues on the one event loop and
-  on the one SQLite file, so a floor holds its channel several times longer than the model.
-- With the budget in place the throughput stays near the budget's pace (17 replies/s against
-  19.5 in memory). With the budget lifted the in-memory service reached 76 replies/s; the
-  real engine stays at 12-16 replies/s (two runs: 11.8 and 15.8), so at this load the engine,
-  not Discord's budget, is the limit once the budget is gone. Numbers vary by about 30%
-  between runs on a shared machine.
+- The engine's cost per reply: CPU is about 15-22 ms per reply for the whole process (3.5 ms
+  with the in-memory service) and the time inside `respond()` 0.26-0.47 s per floor against a
+  0.2 s model. Before SQLite ran on the event loop's thread (with aiosqlite's driver thread)
+  and before plain prompt text skipped macro evaluation, the same runs took 29-46 ms of CPU per
+  reply and 1-2.3 s inside `respond()`.
+- With the budget in place the throughput stays at the budget's pace (19 replies/s, as in
+  memory). With the budget lifted the in-memory service reached 76 replies/s and the real
+  engine 47-64 replies/s (four runs; it was 12-16 before the changes above). Numbers vary by
+  about 30% between runs on a shared machine.
 - "Share of time outside the model" counts everything but the model's own sleeps: queueing
   behind the channel's earlier floors, the edit budget, REST round trips and the engine.
 """
