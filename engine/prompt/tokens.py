@@ -38,6 +38,8 @@ ESTIMATE_MARGIN = 0.15
 COUNT_MEMO_SIZE = 16_384
 #: Longer texts are counted every time (they are rarely counted twice).
 COUNT_MEMO_MAX_CHARS = 32_768
+#: Most characters of text an exact counter's memo holds in all (bounds its memory).
+COUNT_MEMO_TOTAL_CHARS = 4_000_000
 
 O200K = "o200k_base"
 CL100K = "cl100k_base"
@@ -75,16 +77,18 @@ class TokenCounter(Protocol):
 class ExactCounter:
     """Exact counts with a shipped OpenAI encoding; special-token text counts as plain text.
 
-    Counts are remembered (least recently used first out, at most ``COUNT_MEMO_SIZE`` texts of
-    at most ``COUNT_MEMO_MAX_CHARS``): a prompt re-counts the same history lines every turn.
+    Counts are remembered (least recently used first out; at most ``COUNT_MEMO_SIZE`` texts of
+    at most ``COUNT_MEMO_MAX_CHARS``, ``COUNT_MEMO_TOTAL_CHARS`` in all): a prompt re-counts the
+    same history lines every turn.
     """
 
-    __slots__ = ("_encoding", "_lock", "_memo", "name")
+    __slots__ = ("_chars", "_encoding", "_lock", "_memo", "name")
 
     def __init__(self, encoding_name: str) -> None:
         self.name = encoding_name
         self._encoding = _encoding(encoding_name)
         self._memo: OrderedDict[str, int] = OrderedDict()
+        self._chars = 0
         # Services may count from worker threads as well as from the event loop.
         self._lock = threading.Lock()
 
@@ -98,9 +102,14 @@ class ExactCounter:
         tokens: list[int] = self._encoding.encode_ordinary(text)
         if len(text) <= COUNT_MEMO_MAX_CHARS:
             with self._lock:
+                if text not in self._memo:
+                    self._chars += len(text)
                 self._memo[text] = len(tokens)
-                if len(self._memo) > COUNT_MEMO_SIZE:
-                    self._memo.popitem(last=False)
+                while self._memo and (
+                    len(self._memo) > COUNT_MEMO_SIZE or self._chars > COUNT_MEMO_TOTAL_CHARS
+                ):
+                    old, _ = self._memo.popitem(last=False)
+                    self._chars -= len(old)
         return len(tokens)
 
 

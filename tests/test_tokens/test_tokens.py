@@ -122,3 +122,15 @@ def test_counts_are_remembered_within_the_named_bounds(monkeypatch: pytest.Monke
     long = "word " * 10  # 50 characters: over the memo's text limit, so never remembered
     assert counter.count(long) == counter.count(long) == len(real.encode_ordinary(long))
     assert calls[-2:] == [long, long]
+
+
+def test_the_count_memo_is_bounded_by_its_total_characters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import engine.prompt.tokens as tokens
+
+    monkeypatch.setattr(tokens, "COUNT_MEMO_TOTAL_CHARS", 10)
+    counter = ExactCounter(O200K)
+    for text in ("aaaa", "bbbb", "cccc"):  # 12 characters: the oldest must go
+        counter.count(text)
+    assert list(counter._memo) == ["bbbb", "cccc"] and counter._chars == 8
