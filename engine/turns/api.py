@@ -97,6 +97,8 @@ class SessionInfo:
     """``/tavern stop`` closed it: turns are refused until ``open_session`` reopens it."""
     current_branch: str = MAIN_BRANCH
     """The branch a chat without threads or topics plays on (Telegram ``/branch``)."""
+    author_note: AuthorNote | None = None
+    """The session's Author's Note (:mod:`engine.turns.notes`), None when it has none."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -45,6 +45,8 @@ OPTIONS: Final = ("depth", "interval", "position", "role")
 """The options of the ``/note`` command, in the order they are shown."""
 OFF_WORDS: Final = frozenset({"off", "clear"})
 """Arguments of ``/note`` that clear the note."""
+SUMMARY_CHARS: Final = 200
+"""How long :func:`summarize_note` lets its line grow (session info shows it among others)."""
 USAGE: Final = (
     "usage: /note (show), /note off (clear), /note [depth=N] [interval=N] "
     "[position=in_chat|in_prompt|before_prompt] [role=system|user|assistant] TEXT"
@@ -182,6 +184,14 @@ def describe_note(note: AuthorNote | None) -> str:
     return f"Author's Note ({where}, {when}): {note.text or '(empty)'}"
 
 
+def summarize_note(note: AuthorNote | None, max_chars: int = SUMMARY_CHARS) -> str:
+    """:func:`describe_note` on one line for session info views: line breaks in the text
+    become spaces and the line is cut at ``max_chars`` (a note may be thousands of
+    characters long, and an info view shows it among other lines)."""
+    line = " ".join(describe_note(note).split())
+    return line if len(line) <= max_chars else line[: max_chars - 1].rstrip() + "…"
+
+
 def _option(note: AuthorNote, name: str, value: str) -> AuthorNote:
     if name in ("depth", "interval"):
         try:
@@ -238,6 +248,7 @@ __all__ = [
     "MAX_NOTE_INTERVAL",
     "POSITIONS",
     "ROLES",
+    "SUMMARY_CHARS",
     "USAGE",
     "NoteCommand",
     "check_note",
@@ -247,4 +258,5 @@ __all__ = [
     "note_to_json",
     "parse_note_command",
     "session_note",
+    "summarize_note",
 ]

@@ -84,6 +84,7 @@ class SessionOps(ServiceBase):
             reply_policy=policy,
             closed=bool(s.extra.get("closed")),
             current_branch=str(s.extra.get("current_branch") or MAIN_BRANCH),
+            author_note=session_note(s),
         )
 
     async def configure(self, key: SessionKey, **changes: Any) -> SessionInfo:

@@ -22,9 +22,11 @@ from engine.errors import (
     ConfigurationError,
     GenerationError,
     InvalidTransitionError,
+    LimitExceededError,
     NotFoundError,
 )
 from engine.prompt.inputs import AuthorNote
+from engine.timeline.history import MAX_HISTORY
 from engine.turns.api import (
     MAIN_BRANCH,
     MEMORY_LIST_LIMIT,
@@ -55,6 +57,8 @@ class _Floor:
     page_vars: list[dict[str, Any]] = field(default_factory=list)
     active: int = 0
     hidden: bool = False
+    hidden_pages: set[int] = field(default_factory=set)
+    """Indexes into ``pages`` of the pages whose message was deleted."""
 
 
 @dataclass
@@ -186,6 +190,7 @@ class FakeRoleplayService:
             reply_policy=policy,  # type: ignore[arg-type]
             closed=session.closed,
             current_branch=session.current_branch,
+            author_note=session.note,
             branches=tuple(
                 BranchInfo(
                     name=b.name,
@@ -268,10 +273,23 @@ class FakeRoleplayService:
         )
 
     async def history(self, key: SessionKey, branch: str, *, limit: int = 50) -> list[ReplyView]:
+        """As the engine's: the newest ``limit`` floors, of which the hidden ones are left out
+        (so fewer may come back; floor numbers keep counting them). A floor whose active
+        page is hidden stays, with no text and no character; hidden pages still count."""
+        if not 1 <= limit <= MAX_HISTORY:
+            raise LimitExceededError(
+                f"history limit {limit} is outside 1..{MAX_HISTORY}",
+                limit="MAX_HISTORY",
+                value=MAX_HISTORY,
+            )
         session = self._session(key)
         target = self._branch(key, branch)
+        floors = list(enumerate(self._lineage(session, target), start=1))[-limit:]
         views = []
-        for number, floor in enumerate(self._lineage(session, target), start=1):
+        for number, floor in floors:
+            if floor.hidden:
+                continue
+            shown = floor.active not in floor.hidden_pages
             views.append(
                 ReplyView(
                     session=key,
@@ -279,11 +297,11 @@ class FakeRoleplayService:
                     floor=number,
                     page=floor.active + 1,
                     pages=len(floor.pages),
-                    text=floor.pages[floor.active],
-                    character=session.character or self.default_character,
+                    text=floor.pages[floor.active] if shown else "",
+                    character=(session.character or self.default_character) if shown else "",
                 )
             )
-        return views[-limit:]
+        return views
 
     async def variables(
         self, key: SessionKey, branch: str, scope: Scope | None = None
@@ -351,8 +369,14 @@ class FakeRoleplayService:
             return
         session = self._session(key)
         floors = self._lineage(session, session.branches[ref.branch])
-        if 0 < ref.floor <= len(floors):
-            floors[ref.floor - 1].hidden = True
+        if not 0 < ref.floor <= len(floors):
+            return
+        floor = floors[ref.floor - 1]
+        # As the engine: a message showing a page hides that page, an input hides its floor.
+        if ref.page is not None:
+            floor.hidden_pages.add(ref.page - 1)
+        else:
+            floor.hidden = True
 
     async def import_asset(
         self, key: SessionKey, kind: AssetKind, filename: str, data: bytes, *, bind: bool = True
@@ -381,8 +405,8 @@ class FakeRoleplayService:
     async def export_chat(
         self, key: SessionKey, branch: str, *, include_hidden: bool = False
     ) -> bytes:
-        """The replies, one JSON line each; hidden floors only with ``include_hidden``, then
-        marked ``is_system`` as SillyTavern marks hidden messages."""
+        """The replies, one JSON line each; hidden floors (or a hidden active page) only with
+        ``include_hidden``, then marked ``is_system`` as SillyTavern marks hidden messages."""
         self.calls.append(("export_chat", (key, branch, include_hidden)))
         session = self._session(key)
         character = session.character or self.default_character
@@ -390,11 +414,12 @@ class FakeRoleplayService:
             {
                 "name": character,
                 "is_user": False,
-                "is_system": floor.hidden,
+                "is_system": hidden,
                 "mes": floor.pages[floor.active],
             }
             for floor in self._lineage(session, self._branch(key, branch))
-            if floor.pages and (include_hidden or not floor.hidden)
+            for hidden in [floor.hidden or floor.active in floor.hidden_pages]
+            if floor.pages and (include_hidden or not hidden)
         ]
         return "\n".join(json.dumps(row) for row in rows).encode()
 

@@ -15,10 +15,12 @@ from engine.turns.api import MAIN_BRANCH
 from engine.turns.notes import (
     MAX_NOTE_CHARS,
     MAX_NOTE_DEPTH,
+    SUMMARY_CHARS,
     describe_note,
     note_from_json,
     note_to_json,
     parse_note_command,
+    summarize_note,
 )
 from engine.turns.service import TavernService
 from tests.fakes.openai_server import FakeOpenAIServer, FakeReply
@@ -100,6 +102,18 @@ def test_stored_form_uses_names_and_reads_back() -> None:
         note_from_json({**data, "colour": "red"})
     assert "in the chat at depth 4 as system, every turn" in describe_note(AuthorNote(text="x"))
     assert describe_note(None) == "No Author's Note."
+
+
+def test_summary_is_one_bounded_line() -> None:
+    assert summarize_note(None) == "No Author's Note."
+    short = AuthorNote(text="Be brief.\nStay in character.", depth=2)
+    assert summarize_note(short) == (
+        "Author's Note (in the chat at depth 2 as system, every turn): "
+        "Be brief. Stay in character."
+    )
+    long = summarize_note(AuthorNote(text="word " * 500))
+    assert len(long) <= SUMMARY_CHARS and long.endswith(" wo…") and "\n" not in long
+    assert summarize_note(short, max_chars=20) == "Author's Note (in t…"
 
 
 # ---------------------------------------------------------------------- the real service
@@ -187,9 +201,12 @@ async def test_the_note_survives_a_restart_and_clears(
     again = offline_service(storage, events)
     await again.start()
     assert await again.author_note(KEY) == note
-    assert (await again.session_info(KEY)).prompt_mode == "compat_plus"
-    await again.set_author_note(KEY, None)
+    info = await again.session_info(KEY)
+    assert (info.prompt_mode, info.author_note) == ("compat_plus", note)
+    cleared = await again.set_author_note(KEY, None)
+    assert cleared.author_note is None
     assert await offline_service(storage, events).author_note(KEY) is None
+    assert (await offline_service(storage, events).session_info(KEY)).author_note is None
 
 
 async def test_every_kind_of_turn_sends_the_note_to_the_model(

@@ -1,0 +1,88 @@
+"""``/history`` after platform deletions, on the real engine and on the front-end double: both
+leave hidden floors out (counting them against the limit) and show a floor whose active page
+was hidden without its text."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from adapters.console.frontend import ConsoleFrontend
+from adapters.llm import OfflineChatModel
+from adapters.storage import open_storage
+from engine.errors import LimitExceededError
+from engine.turns.api import MAIN_BRANCH, PlatformRef, RoleplayService, SessionKey
+from engine.turns.profiles import environment_profile
+from engine.turns.service import TavernService
+from tests.fakes.roleplay import FakeRoleplayService
+
+pytestmark = pytest.mark.timeout(60)
+KEY = SessionKey(platform="console", realm="local", key="history-test")
+
+
+async def _hidden_history(
+    service: RoleplayService,
+) -> tuple[list[tuple[int, int, int, bool]], ...]:
+    """Play four floors, regenerate the last, then delete floor 2's input and the message
+    showing floor 4's active page. Returns what ``/history`` shows as (floor, page, pages,
+    has text), and the floors ``history`` gives with limits 3 and 1."""
+    await service.open_session(KEY)
+    out = io.StringIO()
+    console = ConsoleFrontend(service=service, key=KEY, user="Ann", out=out, jsonl=True)
+    for line in ("one", "two", "three", "four", "/regen"):
+        assert await console.handle_line(line)
+    deleted = {
+        "input-2": PlatformRef(branch=MAIN_BRANCH, floor=2, page=None, role="user"),
+        "reply-4-2": PlatformRef(branch=MAIN_BRANCH, floor=4, page=2, role="assistant"),
+    }
+    for ref, where in deleted.items():
+        await service.link_message(KEY, ref, where)
+        await service.hide_message(KEY, ref)
+    start = len(out.getvalue().splitlines())
+    assert await console.handle_line("/history")
+    shown = []
+    for row in out.getvalue().splitlines()[start:]:
+        message = json.loads(row)["message"]
+        head, _, text = message.partition("› ")
+        floor, pages = head.removeprefix("#").split(" ‹")
+        page, count = pages.split("/")
+        shown.append((int(floor), int(page), int(count), bool(text)))
+    limited = tuple(
+        [(v.floor, v.page, v.pages, bool(v.text or v.character)) for v in views]
+        for views in [
+            await service.history(KEY, MAIN_BRANCH, limit=3),
+            await service.history(KEY, MAIN_BRANCH, limit=1),
+        ]
+    )
+    return (shown, *limited)
+
+
+async def test_hidden_floors_and_pages_in_history_on_the_engine_and_the_double(
+    tmp_path: Path,
+) -> None:
+    storage = await open_storage(f"sqlite+aiosqlite:///{tmp_path}/h.db")
+    engine = TavernService(
+        storage,
+        model_for=lambda p: OfflineChatModel(announce=False),
+        default_profile=environment_profile(provider="offline", base_url=None, model="x"),
+    )
+    await engine.start()
+    try:
+        real = await _hidden_history(engine)
+        with pytest.raises(LimitExceededError, match="outside 1"):
+            await engine.history(KEY, MAIN_BRANCH, limit=0)
+    finally:
+        await storage.close()
+    shown, last_three, last_one = real
+    # Floor 2 is gone; floor 4 keeps its place and page count, without the hidden text.
+    assert shown == [(1, 1, 1, True), (3, 1, 1, True), (4, 2, 2, False)]
+    # The limit takes the newest floors first, hidden ones included, then leaves those out.
+    assert last_three == [(3, 1, 1, True), (4, 2, 2, False)]
+    assert last_one == [(4, 2, 2, False)]
+    fake = FakeRoleplayService()
+    assert await _hidden_history(fake) == real
+    with pytest.raises(LimitExceededError, match="outside 1"):
+        await fake.history(KEY, MAIN_BRANCH, limit=0)
