@@ -27,11 +27,11 @@ from engine.turns.api import (
     Speaker,
     UserLine,
 )
-from engine.turns.notes import describe_note, note_to_json, parse_note_command
+from engine.turns.notes import describe_note, note_to_json, parse_note_command, summarize_note
 
 SCOPES: tuple[str, ...] = get_args(Scope)
 HELP = (
-    "commands: /regen, /swipe < | >, /fork N, /branches, /switch NAME, /vars [SCOPE], "
+    "commands: /info, /regen, /swipe < | >, /fork N, /branches, /switch NAME, /vars [SCOPE], "
     "/setvar NAME VALUE [SCOPE], /history, /dryrun [TEXT], /import FILE, /memory [QUERY], "
     "/forget ID, /note [off | [depth=N] [interval=N] [position=NAME] [role=NAME] TEXT], "
     "/help, /quit"
@@ -148,6 +148,8 @@ class ConsoleFrontend:
                     )
             case "/fork":
                 await self._fork(args)
+            case "/info":
+                await self._info()
             case "/branches":
                 info = await self.service.session_info(self.key)
                 names = ", ".join(
@@ -193,6 +195,20 @@ class ConsoleFrontend:
             for m in found
         ]
         self._emit("memories", query=query, items=items)
+
+    async def _info(self) -> None:
+        info = await self.service.session_info(self.key)
+        branches = ", ".join(f"{b.name} ({b.floors} floors)" for b in info.branches)
+        books = ", ".join(info.worldbooks) or "(none)"
+        lines = [
+            f"session {info.key.key}: character {info.character or '(default)'}, "
+            f"preset {info.preset or '(none)'}, world books {books}",
+            f"branch {self.branch}; branches: {branches}",
+            summarize_note(info.author_note),
+        ]
+        note = info.author_note
+        # The note rides along as a field, in the form ``/note`` gives it.
+        self._emit("info", message="\n  ".join(lines), note=note_to_json(note) if note else None)
 
     async def _note(self, args: str) -> None:
         current = await self.service.author_note(self.key)

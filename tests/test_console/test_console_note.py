@@ -1,4 +1,5 @@
-"""The console's ``/note`` on the real engine (SQLite file, offline model) and in plain text."""
+"""The console's ``/note`` and ``/info`` on the real engine (SQLite file, offline model) and
+in plain text."""
 
 from __future__ import annotations
 
@@ -87,15 +88,59 @@ async def test_note_flow_on_the_engine(tmp_path: Path) -> None:
     assert rows[-1] == {"type": "info", "message": "Author's Note cleared.", "note": None}
 
 
+async def test_info_carries_the_note_on_the_engine(tmp_path: Path) -> None:
+    storage = await open_storage(f"sqlite+aiosqlite:///{tmp_path}/c.db")
+    service = TavernService(
+        storage,
+        model_for=lambda p: OfflineChatModel(announce=False),
+        default_profile=environment_profile(provider="offline", base_url=None, model="x"),
+    )
+    await service.start()
+    await service.open_session(KEY)
+    out = io.StringIO()
+    console = ConsoleFrontend(service=service, key=KEY, user="Ann", out=out, jsonl=True)
+    for line in ("/info", "/note depth=2 Keep it short.", "/info", "/note off", "/info"):
+        assert await console.handle_line(line)
+    await storage.close()
+
+    rows = [json.loads(x) for x in out.getvalue().splitlines()]
+    before, _, shown, _, after = rows
+    assert before["message"].startswith("session note-test: character (default), preset (none)")
+    assert "\n  branch main; branches: main (0 floors)\n" in before["message"]
+    assert before["message"].endswith("\n  No Author's Note.") and before["note"] is None
+    assert shown["message"].endswith(
+        "\n  Author's Note (in the chat at depth 2 as system, every turn): Keep it short."
+    )
+    assert shown["note"] == {
+        "text": "Keep it short.",
+        "interval": 1,
+        "position": "in_chat",
+        "depth": 2,
+        "role": "system",
+    }
+    assert after == before
+
+
 async def test_note_in_plain_text() -> None:
     service = FakeRoleplayService()
     await service.open_session(KEY, character="Aqua")
     out = io.StringIO()
     console = ConsoleFrontend(service=service, key=KEY, user="Kazuma", out=out)
-    for line in ("/note position=before_prompt Stay in Axel.", "/note role=narrator", "/help"):
+    script = ("/info", "/note position=before_prompt Stay in Axel.", "/note role=narrator")
+    for line in (*script, "/help", "/info"):
         assert await console.handle_line(line)
     shown = out.getvalue().splitlines()
-    assert shown[0] == "* set: Author's Note (before the main prompt, every turn): Stay in Axel."
-    assert shown[1] == "! author_note.role must be one of system, user, assistant, not 'narrator'"
-    assert "/note [off |" in shown[2]
+    assert shown[:3] == [
+        "* session note-test: character Aqua, preset (none), world books (none)",
+        "  branch main; branches: main (0 floors)",
+        "  No Author's Note.",
+    ]
+    assert shown[3] == "* set: Author's Note (before the main prompt, every turn): Stay in Axel."
+    assert shown[4] == "! author_note.role must be one of system, user, assistant, not 'narrator'"
+    assert "/note [off |" in shown[5] and "/info" in shown[5]
+    assert shown[6:] == [
+        "* session note-test: character Aqua, preset (none), world books (none)",
+        "  branch main; branches: main (0 floors)",
+        "  Author's Note (before the main prompt, every turn): Stay in Axel.",
+    ]
     assert service.sessions[KEY].note == AuthorNote(text="Stay in Axel.", position=2)

@@ -61,3 +61,20 @@ async def test_an_unbound_channel_has_no_note(
     record = await fake.slash(world.other, world.gm, "session note", text="hello")
     assert "not bound" in record.text
     assert not [c for c in service.calls if c[0] == "set_author_note"]
+
+
+async def test_session_info_shows_the_note_in_one_line(
+    fake: FakeDiscord, world: World, start_bot: Starter, service: PacedService
+) -> None:
+    await start_bot()
+    await bind(world)
+    before = await fake.slash(world.rp, world.alice, "session info")
+    assert before.text.splitlines()[-1] == "No Author's Note."
+    await fake.slash(world.rp, world.gm, "session note", text="Keep it short.\nNo lists.", depth=2)
+    shown = await fake.slash(world.rp, world.alice, "session info")
+    assert shown.text.splitlines()[-1] == (
+        "Author's Note (in the chat at depth 2 as system, every turn): Keep it short. No lists."
+    )
+    await fake.slash(world.rp, world.gm, "session note", clear=True)
+    after = await fake.slash(world.rp, world.alice, "session info")
+    assert after.text == before.text

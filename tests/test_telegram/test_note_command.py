@@ -3,10 +3,32 @@ groups only admins change the note."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 from adapters.telegram.routers.commands import COMMANDS, GROUP_READS
 from engine.prompt.inputs import NOTE_IN_PROMPT, AuthorNote
 from engine.turns.notes import MAX_NOTE_INTERVAL
 from tests.test_telegram.conftest import Harness
+
+
+def _asker(
+    harness: Harness, room: dict[str, Any], user: dict[str, Any]
+) -> Callable[[str, str], Awaitable[str]]:
+    """Send a line as ``user`` and wait for the first answer that contains ``expect``."""
+    srv = harness.server
+
+    async def ask(text: str, expect: str) -> str:
+        before = len(harness.texts(room["id"]))
+        await srv.send_text(room, user, text)
+
+        def arrived() -> bool:
+            return any(expect in t for t in harness.texts(room["id"])[before:])
+
+        await srv.wait_until(arrived)
+        return next(t for t in harness.texts(room["id"])[before:] if expect in t)
+
+    return ask
 
 
 async def test_note_in_a_private_chat(harness: Harness) -> None:
@@ -14,16 +36,7 @@ async def test_note_in_a_private_chat(harness: Harness) -> None:
     srv = harness.server
     alice = srv.new_user("Alice")
     room = srv.private_chat(alice)
-
-    async def ask(text: str, expect: str) -> str:
-        before = len(harness.texts(room["id"]))
-        await srv.send_text(room, alice, text)
-
-        def arrived() -> bool:
-            return any(expect in t for t in harness.texts(room["id"])[before:])
-
-        await srv.wait_until(arrived)
-        return next(t for t in harness.texts(room["id"])[before:] if expect in t)
+    ask = _asker(harness, room, alice)
 
     await ask("/start", "Session ready")
     key = next(iter(harness.service.sessions))
@@ -76,3 +89,24 @@ async def test_only_admins_change_the_note_in_a_group(harness: Harness) -> None:
     await srv.send_text(group, bob, "/note")
     await harness.wait_text(group["id"], lambda t: t.endswith("): The inn is on fire."))
     assert "note" in COMMANDS and "note" in GROUP_READS
+
+
+async def test_info_shows_the_note_in_one_line(harness: Harness) -> None:
+    await harness.start()
+    srv = harness.server
+    alice = srv.new_user("Alice")
+    room = srv.private_chat(alice)
+    ask = _asker(harness, room, alice)
+
+    await ask("/start", "Session ready")
+    before = await ask("/info", "Character: ")
+    assert "Branch: main; branches: main (" in before
+    assert before.splitlines()[-1] == "No Author's Note."
+    await ask("/note depth=2 Keep it short.", "Set.")
+    shown = await ask("/info", "Character: ")
+    assert shown.splitlines()[-1] == (
+        "Author's Note (in the chat at depth 2 as system, every turn): Keep it short."
+    )
+    await ask("/note off", "cleared")
+    assert await ask("/info", "Character: ") == before
+    assert "info" in COMMANDS and "info" in GROUP_READS

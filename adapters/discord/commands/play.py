@@ -28,6 +28,7 @@ from engine.turns.notes import (
     POSITIONS,
     ROLES,
     describe_note,
+    summarize_note,
 )
 
 if TYPE_CHECKING:
@@ -102,7 +103,8 @@ def build_session(runner: DiscordRunner) -> app_commands.Group:
                 f"World books: {', '.join(found.worldbooks) or '—'}\n"
                 f"Replies: {binding.policy} · Prompt: {found.prompt_mode} · "
                 f"Macros in messages: {found.macro_mode}\n"
-                f"This branch: `{place.branch}` · Branches: {branches}",
+                f"This branch: `{place.branch}` · Branches: {branches}\n"
+                f"{summarize_note(found.author_note)}",
             )
 
     @group.command(name="export", description="This branch as a SillyTavern chat (JSONL)")

@@ -1,5 +1,5 @@
 """Slash commands: the command table, what every handler shares, and the commands that start,
-play, branch, reset and export the story and read or set its variables.
+describe (``/info``), play, branch, reset and export the story and read or set its variables.
 
 The commands about what a session is made of (character, preset, world books, persona,
 memories, Author's Note) are in :mod:`adapters.telegram.routers.asset_commands`.
@@ -34,6 +34,7 @@ from adapters.telegram.keyboards import branches_keyboard
 from adapters.telegram.sender import Place, send_plain
 from engine.errors import EngineError
 from engine.turns.api import MAIN_BRANCH, Scope
+from engine.turns.notes import summarize_note
 
 SCOPES: tuple[str, ...] = get_args(Scope)
 DRYRUN_PREVIEW_CHARS = 200
@@ -43,6 +44,7 @@ MEMORY_SHOWN = 20
 
 COMMANDS: dict[str, str] = {
     "start": "Start or bind the role-play session",
+    "info": "Show the session: character, preset, branches, Author's Note",
     "vars": "Show variables: /vars [page|floor|branch|chat|global]",
     "getvar": "Show one variable: /getvar name",
     "setvar": "Set a variable: /setvar name value [scope]",
@@ -63,6 +65,7 @@ COMMANDS: dict[str, str] = {
 }
 WRITES = frozenset({"start", "setvar", "delvar", "reset", "branch"})
 GROUP_READS = (
+    "info",
     "vars",
     "getvar",
     "character",
@@ -185,6 +188,26 @@ def build(frontend: Frontend) -> Router:
             await frontend.turns.greet(
                 bot, await frontend.resolver.where(message, reply=False), user.full_name
             )
+
+    @command("info")
+    async def info(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        found = await service.session_info(where.key)
+        branches = ", ".join(
+            f"{b.name} ({b.floors} floors"
+            + (f", from {b.parent} after {b.fork_floor}" if b.parent else "")
+            + ")"
+            for b in found.branches
+        )
+        await reply(
+            message,
+            bot,
+            f"Character: {found.character or 'the default character'}\n"
+            f"Preset: {found.preset or 'none (built-in prompt)'}; prompt mode "
+            f"{found.prompt_mode}\n"
+            f"World books: {', '.join(found.worldbooks) or 'none'}\n"
+            f"Branch: {where.branch}; branches: {branches}\n"
+            f"{summarize_note(found.author_note)}",
+        )
 
     @command("vars")
     async def vars_(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
