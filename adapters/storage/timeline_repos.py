@@ -443,7 +443,7 @@ def message_rows(
             "speaker_name": m.speaker_name,
             "raw": m.raw,
             "display": m.raw if m.display is None else m.display,
-            "hidden": False,
+            "hidden": m.hidden,
             "platform_ref": m.platform_ref,
             "created_at": now,
         }

@@ -152,7 +152,8 @@ class Page:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NewMessage:
-    """A message to record: a user's input on a floor, or a reply on a page."""
+    """A message to record: a user's input on a floor, or a reply on a page. ``hidden``: kept
+    but out of the prompt and the history (an imported chat's hidden line)."""
 
     role: MessageRole
     raw: str
@@ -160,6 +161,7 @@ class NewMessage:
     speaker_id: str | None = None
     speaker_name: str | None = None
     platform_ref: str | None = None
+    hidden: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

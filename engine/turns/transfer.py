@@ -4,7 +4,8 @@
   in the session's realm (the asset repository, by name) and bound to the session.
 - A SillyTavern chat (JSONL) is imported onto a new branch of the session (forked before any
   floor), one floor per exchange, every swipe a page; a hidden reply (``is_system`` without a
-  system-message type) comes in hidden, with its floor when its inputs were hidden too.
+  system-message type) comes in hidden, with its floor when its inputs were hidden too; a
+  hidden input is kept as a hidden message of its floor.
 - An export writes the branch as SillyTavern JSONL, every page of a floor as a swipe; hidden
   floors and pages are left out, or written as SillyTavern writes hidden messages.
 - A dry run assembles the prompt the next message would get, persisting nothing.
@@ -127,6 +128,7 @@ async def _import_chat(
                     role="user" if entry.is_user else _note_role(entry),
                     raw=entry.text,
                     speaker_name=entry.name,
+                    hidden=entry.is_hidden,
                 )
             )
             hidden_inputs.append(entry.is_hidden)
@@ -152,8 +154,6 @@ async def _import_chat(
             await service.timeline.activate_page(floor.id, numbers[entry.swipe_id])
         if entry.is_hidden:
             await _hide(service, floor.id, page_ids, whole_floor=all(hidden_inputs))
-        # A hidden input before a visible reply is imported visible: the timeline hides
-        # floors and pages, and only a platform deletion hides one input of a floor.
         inputs, hidden_inputs = [], []
     return ImportSummary(
         kind="chat", name=name, details={"floors": floors, "branch": name, "session": key.key}

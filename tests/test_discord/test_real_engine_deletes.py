@@ -168,6 +168,7 @@ async def test_a_sillytavern_chat_with_hidden_messages_and_notes_imports_as_it_w
         {"name": "Ann", "is_user": True, "mes": "Hello"},
         {"name": CARD_NAME, "is_user": False, "is_system": True, "mes": "Hidden answer"},
         {"name": "System", "is_system": True, "mes": "A note", "extra": {"type": "comment"}},
+        {"name": "Ann", "is_user": True, "is_system": True, "mes": "Psst"},
         {"name": "Ann", "is_user": True, "mes": "Again"},
         {"name": CARD_NAME, "is_user": False, "mes": "Shown answer"},
     ]
@@ -183,6 +184,7 @@ async def test_a_sillytavern_chat_with_hidden_messages_and_notes_imports_as_it_w
         ("Hello", True, False),
         ("Hidden answer", False, True),
         ("A note", False, True),
+        ("Psst", True, True),
         ("Again", True, False),
         ("Shown answer", False, False),
     ]
@@ -193,3 +195,7 @@ async def test_a_sillytavern_chat_with_hidden_messages_and_notes_imports_as_it_w
         "Again",
         "Shown answer",
     ]
+    # The hidden input before a visible reply is kept, hidden: out of the prompt too.
+    prompt = await engine.svc.dry_run(key, branch, "Next")
+    sent = " ".join(m["content"] for m in prompt["messages"])
+    assert "Again" in sent and "Shown answer" in sent and "Psst" not in sent
