@@ -22,7 +22,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 
-from engine.errors import GenerationError
+from adapters.llm.streams import ReplyStream
 from engine.ports import ChatChunk, ChatRequest, ChatResult, Usage
 
 log = logging.getLogger(__name__)
@@ -128,34 +128,13 @@ def _result(request: ChatRequest, text: str) -> ChatResult:
     )
 
 
-class OfflineChatStream:
+class OfflineChatStream(ReplyStream):
     """A streamed offline reply (:class:`engine.ports.ChatStream`)."""
 
     def __init__(self, request: ChatRequest, chunk_delay_s: float) -> None:
+        super().__init__()
         self._request = request
         self._delay = chunk_delay_s
-        self._result: ChatResult | None = None
-        self._closed = False
-        self._iterator: AsyncIterator[ChatChunk] | None = None
-
-    def __aiter__(self) -> AsyncIterator[ChatChunk]:
-        if self._iterator is None:
-            self._iterator = self._run()
-        return self._iterator
-
-    @property
-    def result(self) -> ChatResult:
-        """The complete reply; raises until iteration has finished."""
-        if self._result is None:
-            raise GenerationError("the streamed reply was read before the stream finished")
-        return self._result
-
-    async def aclose(self) -> None:
-        """Stop the stream (no request to abort)."""
-        self._closed = True
-        iterator = self._iterator
-        if iterator is not None and hasattr(iterator, "aclose"):
-            await iterator.aclose()
 
     async def _run(self) -> AsyncIterator[ChatChunk]:
         text = offline_reply(self._request)

@@ -15,7 +15,6 @@ the API key is never logged and is scrubbed from error messages.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,6 +27,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from adapters.llm.convert import StreamAssembler, request_to_wire, result_from_completion, scrub
 from adapters.llm.retry import RetryPolicy, is_retryable_status, parse_retry_after
+from adapters.llm.streams import ReplyStream
 from engine.errors import GenerationError
 from engine.ports import ChatChunk, ChatRequest, ChatResult
 
@@ -225,7 +225,7 @@ def _status_detail(exc: openai.APIStatusError) -> str:
     return exc.message
 
 
-class OpenAIChatStream:
+class OpenAIChatStream(ReplyStream):
     """An in-flight streamed reply (:class:`engine.ports.ChatStream`).
 
     Iterate it once for :class:`ChatChunk` values; afterwards :attr:`result` holds the whole
@@ -234,24 +234,10 @@ class OpenAIChatStream:
     """
 
     def __init__(self, model: OpenAIChatModel, request: ChatRequest) -> None:
+        super().__init__()
         self._model = model
         self._request = request
-        self._iterator: AsyncIterator[ChatChunk] | None = None
         self._raw: Any = None
-        self._result: ChatResult | None = None
-        self._closed = False
-
-    def __aiter__(self) -> AsyncIterator[ChatChunk]:
-        if self._iterator is None:
-            self._iterator = self._run()
-        return self._iterator
-
-    @property
-    def result(self) -> ChatResult:
-        """The complete reply; raises until iteration has finished."""
-        if self._result is None:
-            raise GenerationError("the streamed reply was read before the stream finished")
-        return self._result
 
     async def aclose(self) -> None:
         """Abort the request and release the connection (safe to call more than once)."""
@@ -259,11 +245,7 @@ class OpenAIChatStream:
         raw, self._raw = self._raw, None
         if raw is not None:
             await raw.close()
-        iterator = self._iterator
-        if iterator is not None and hasattr(iterator, "aclose"):
-            # RuntimeError: still running in another task; closing the response above ends it.
-            with contextlib.suppress(RuntimeError):
-                await iterator.aclose()
+        await super().aclose()
 
     async def _run(self) -> AsyncIterator[ChatChunk]:
         if self._closed:
