@@ -9,25 +9,17 @@ from pathlib import Path
 import pytest
 
 from adapters.console.frontend import ConsoleFrontend
-from adapters.llm import OfflineChatModel
-from adapters.storage import open_storage
 from engine.turns.api import SessionKey
-from engine.turns.profiles import environment_profile
 from engine.turns.service import TavernService
 
 pytestmark = pytest.mark.timeout(60)
 KEY = SessionKey(platform="console", realm="local", key="console-test")
 
 
-async def test_console_commands_on_the_engine(tmp_path: Path) -> None:
-    storage = await open_storage(f"sqlite+aiosqlite:///{tmp_path}/c.db")
-    model = OfflineChatModel(announce=False)
-    service = TavernService(
-        storage,
-        model_for=lambda p: model,
-        default_profile=environment_profile(provider="offline", base_url=None, model="x"),
-    )
-    await service.start()
+async def test_console_commands_on_the_engine(
+    tmp_path: Path, offline_engine: TavernService
+) -> None:
+    service = offline_engine
     await service.open_session(KEY)
     book = tmp_path / "town.json"
     book.write_text(json.dumps({"entries": {"0": {"uid": 0, "key": ["inn"], "content": "Warm."}}}))
@@ -50,7 +42,6 @@ async def test_console_commands_on_the_engine(tmp_path: Path) -> None:
     ]
     for line in script:
         assert await console.handle_line(line)
-    await storage.close()
     rows = [json.loads(x) for x in out.getvalue().splitlines()]
     replies = [r for r in rows if r["type"] == "reply"]
     assert [(r["branch"], r["floor"]) for r in replies] == [

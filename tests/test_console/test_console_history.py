@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import pytest
 
 from adapters.console.frontend import ConsoleFrontend
-from adapters.llm import OfflineChatModel
-from adapters.storage import open_storage
 from engine.errors import LimitExceededError
 from engine.turns.api import MAIN_BRANCH, PlatformRef, RoleplayService, SessionKey
-from engine.turns.profiles import environment_profile
 from engine.turns.service import TavernService
 from tests.fakes.roleplay import FakeRoleplayService
 
@@ -61,21 +57,11 @@ async def _hidden_history(
 
 
 async def test_hidden_floors_and_pages_in_history_on_the_engine_and_the_double(
-    tmp_path: Path,
+    offline_engine: TavernService,
 ) -> None:
-    storage = await open_storage(f"sqlite+aiosqlite:///{tmp_path}/h.db")
-    engine = TavernService(
-        storage,
-        model_for=lambda p: OfflineChatModel(announce=False),
-        default_profile=environment_profile(provider="offline", base_url=None, model="x"),
-    )
-    await engine.start()
-    try:
-        real = await _hidden_history(engine)
-        with pytest.raises(LimitExceededError, match="outside 1"):
-            await engine.history(KEY, MAIN_BRANCH, limit=0)
-    finally:
-        await storage.close()
+    real = await _hidden_history(offline_engine)
+    with pytest.raises(LimitExceededError, match="outside 1"):
+        await offline_engine.history(KEY, MAIN_BRANCH, limit=0)
     shown, last_three, last_one = real
     # Floor 2 is gone; floor 4 keeps its place and page count, without the hidden text.
     assert shown == [(1, 1, 1, True), (3, 1, 1, True), (4, 2, 2, False)]

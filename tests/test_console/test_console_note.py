@@ -5,18 +5,14 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from adapters.console.frontend import ConsoleFrontend
-from adapters.llm import OfflineChatModel
-from adapters.storage import open_storage
 from engine.prompt.inputs import AuthorNote
 from engine.turns.api import SessionKey
 from engine.turns.notes import MAX_NOTE_DEPTH
-from engine.turns.profiles import environment_profile
 from engine.turns.service import TavernService
 from tests.fakes.roleplay import FakeRoleplayService
 
@@ -30,15 +26,8 @@ def _notes_in(dry_run_line: str) -> list[dict[str, Any]]:
     return [m for m in report["messages"] if any(s["kind"] == "author_note" for s in m["sources"])]
 
 
-async def test_note_flow_on_the_engine(tmp_path: Path) -> None:
-    storage = await open_storage(f"sqlite+aiosqlite:///{tmp_path}/c.db")
-    model = OfflineChatModel(announce=False)
-    service = TavernService(
-        storage,
-        model_for=lambda p: model,
-        default_profile=environment_profile(provider="offline", base_url=None, model="x"),
-    )
-    await service.start()
+async def test_note_flow_on_the_engine(offline_engine: TavernService) -> None:
+    service = offline_engine
     await service.open_session(KEY)
     out = io.StringIO()
     console = ConsoleFrontend(service=service, key=KEY, user="Ann", out=out, jsonl=True)
@@ -59,7 +48,6 @@ async def test_note_flow_on_the_engine(tmp_path: Path) -> None:
     stored = await service.author_note(KEY)
     assert await console.handle_line("/note off")
     cleared = await service.author_note(KEY)
-    await storage.close()
 
     rows = [json.loads(x) for x in out.getvalue().splitlines()]
     infos = [r for r in rows if r["type"] == "info"]
@@ -88,20 +76,13 @@ async def test_note_flow_on_the_engine(tmp_path: Path) -> None:
     assert rows[-1] == {"type": "info", "message": "Author's Note cleared.", "note": None}
 
 
-async def test_info_carries_the_note_on_the_engine(tmp_path: Path) -> None:
-    storage = await open_storage(f"sqlite+aiosqlite:///{tmp_path}/c.db")
-    service = TavernService(
-        storage,
-        model_for=lambda p: OfflineChatModel(announce=False),
-        default_profile=environment_profile(provider="offline", base_url=None, model="x"),
-    )
-    await service.start()
+async def test_info_carries_the_note_on_the_engine(offline_engine: TavernService) -> None:
+    service = offline_engine
     await service.open_session(KEY)
     out = io.StringIO()
     console = ConsoleFrontend(service=service, key=KEY, user="Ann", out=out, jsonl=True)
     for line in ("/info", "/note depth=2 Keep it short.", "/info", "/note off", "/info"):
         assert await console.handle_line(line)
-    await storage.close()
 
     rows = [json.loads(x) for x in out.getvalue().splitlines()]
     before, _, shown, _, after = rows
