@@ -1,6 +1,7 @@
 """Storage: the unit-of-work port over SQLAlchemy 2 async, with Alembic migrations.
 
-SQLite through aiosqlite by default, PostgreSQL through asyncpg with the same code::
+SQLite by default (an ``sqlite+aiosqlite`` URL; statements run on the event loop's thread, see
+:mod:`adapters.storage.sqlite_inline`), PostgreSQL through asyncpg with the same code::
 
     storage = await open_storage("sqlite+aiosqlite:///./data/tavernbot.db")  # migrates to head
     async with storage.unit_of_work() as uow:

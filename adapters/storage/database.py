@@ -1,5 +1,9 @@
 """Creating the SQLAlchemy async engine for SQLite (aiosqlite) or PostgreSQL (asyncpg).
 
+An ``sqlite+aiosqlite`` URL keeps SQLAlchemy's aiosqlite dialect, with connections that run
+statements on the event loop's thread (:mod:`adapters.storage.sqlite_inline`); they wait for
+another process's lock with asyncio sleeps, so SQLite's own busy timeout is 0.
+
 SQLite gets WAL journaling (readers never block the writer), foreign keys on, a busy timeout,
 and ``BEGIN IMMEDIATE`` transactions: a unit of work takes the write lock when it starts, so
 two writers queue on the busy timeout instead of failing halfway with a stale snapshot. Reading
