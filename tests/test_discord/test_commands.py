@@ -175,6 +175,31 @@ async def test_start_refuses_a_character_this_guild_never_imported(
     assert service.sessions[key].character == "Aqua"
 
 
+async def test_start_binds_an_imported_preset_and_world_book_and_refuses_unknown_ones(
+    fake: FakeDiscord, world: World, start_bot: Starter, service: PacedService
+) -> None:
+    await start_bot()
+    key = session_key(world.guild.id, world.rp.id)
+    await fake.slash(world.rp, world.gm, "character import", file=CARD)
+    await fake.slash(world.rp, world.gm, "preset import", file=("p.json", b'{"name": "Dark"}'))
+    # An unknown world book is refused before anything is bound.
+    refused = await fake.slash(
+        world.rp, world.gm, "tavern start", character="Aqua", preset="Dark", worldbook="Nope"
+    )
+    assert "No world book **Nope** here: none is imported yet." in refused.text, refused.text
+    assert "`/worldbook import`" in refused.text and refused.ephemeral
+    assert key not in service.sessions
+    await fake.slash(
+        world.rp, world.gm, "worldbook import", file=("w.json", b'{"name": "Eldoria"}')
+    )
+    started = await fake.slash(
+        world.rp, world.gm, "tavern start", character="Aqua", preset="dark", worldbook="Eldoria"
+    )
+    assert "**Aqua** plays here now, preset **Dark**, worldbook **Eldoria**" in started.text
+    session = service.sessions[key]
+    assert (session.character, session.preset, session.worldbooks) == ("Aqua", "Dark", ["Eldoria"])
+
+
 async def test_vars_set_reaches_the_next_prompt_and_stays_in_its_guild(
     fake: FakeDiscord, world: World, start_bot: Starter
 ) -> None:

@@ -17,8 +17,8 @@ from adapters.discord.commands.context import (
     MAX_ATTACHMENT_BYTES,
     CommandRefused,
     answer,
-    choices,
-    imported_character,
+    asset_completer,
+    imported,
     place_of_interaction,
     require_binding,
     require_game_master,
@@ -82,11 +82,7 @@ def build_assets(runner: DiscordRunner) -> list[app_commands.Group]:
     service = runner.service
 
     def completer(kind: AssetKind):  # type: ignore[no-untyped-def]
-        async def complete(interaction: discord.Interaction, current: str) -> list:  # type: ignore[type-arg]
-            place = place_of_interaction(interaction)
-            return choices(await runner.catalogue.names(place.key, kind), current)
-
-        return complete
+        return asset_completer(runner, kind)
 
     character = app_commands.Group(name="character", description="The session's character")
 
@@ -102,7 +98,7 @@ def build_assets(runner: DiscordRunner) -> list[app_commands.Group]:
             place = place_of_interaction(interaction)
             require_game_master(runner, interaction)
             await require_binding(runner, place)
-            name = await imported_character(runner, place, name)
+            name = await imported(runner, place, "card", name)
             binding = await runner.sessions.bind(place.key, character=name)
             await answer(interaction, f"🎭 **{binding.character or name}** plays here now.")
 

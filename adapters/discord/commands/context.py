@@ -69,10 +69,19 @@ async def require_binding(runner: DiscordRunner, place: Place) -> Binding:
     return binding
 
 
-async def imported_character(runner: DiscordRunner, place: Place, name: str) -> str:
-    """The imported card ``name`` names in the realm of ``place``: an exact match first, then
+_ASSET_WORDS: dict[AssetKind, tuple[str, str]] = {
+    "card": ("character", "/character import"),
+    "preset": ("preset", "/preset import"),
+    "worldbook": ("world book", "/worldbook import"),
+    "regex": ("regex set", "/regex import"),
+}
+
+
+async def imported(runner: DiscordRunner, place: Place, kind: AssetKind, name: str) -> str:
+    """The imported asset ``name`` names in the realm of ``place``: an exact match first, then
     the one match ignoring case; CommandRefused naming what is imported otherwise."""
-    names = await runner.catalogue.names(place.key, "card")
+    word, command = _ASSET_WORDS[kind]
+    names = await runner.catalogue.names(place.key, kind)
     if name in names:
         return name
     folded = [n for n in names if n.casefold() == name.casefold()]
@@ -80,14 +89,13 @@ async def imported_character(runner: DiscordRunner, place: Place, name: str) -> 
         return folded[0]
     if not names:
         raise CommandRefused(
-            f"No character **{name}** here: none is imported yet. "
-            "A game master can add one with `/character import`."
+            f"No {word} **{name}** here: none is imported yet. "
+            f"A game master can add one with `{command}`."
         )
     if folded:
         raise CommandRefused(f"**{name}** could be {', '.join(folded)}: use the exact name.")
     raise CommandRefused(
-        f"No character **{name}** here. Imported: {', '.join(names)}. "
-        "`/character import` adds another."
+        f"No {word} **{name}** here. Imported: {', '.join(names)}. `{command}` adds another."
     )
 
 
@@ -159,3 +167,13 @@ def choices(names: list[str], current: str) -> list[discord.app_commands.Choice[
     return [discord.app_commands.Choice(name=n[:100], value=n[:100]) for n in matching][
         :MAX_CHOICES
     ]
+
+
+def asset_completer(runner: DiscordRunner, kind: AssetKind):  # type: ignore[no-untyped-def]
+    """An autocomplete callback offering the realm's imported assets of ``kind``."""
+
+    async def complete(interaction: discord.Interaction, current: str) -> list:  # type: ignore[type-arg]
+        place = place_of_interaction(interaction)
+        return choices(await runner.catalogue.names(place.key, kind), current)
+
+    return complete

@@ -13,8 +13,8 @@ from adapters.discord.commands.context import (
     CommandRefused,
     answer,
     as_file,
-    choices,
-    imported_character,
+    asset_completer,
+    imported,
     place_of_interaction,
     require_binding,
     require_game_master,
@@ -22,6 +22,7 @@ from adapters.discord.commands.context import (
 from adapters.discord.commands.guard import guard
 from adapters.discord.convert import place_of
 from engine.prompt.inputs import AuthorNote
+from engine.turns.api import AssetKind
 from engine.turns.notes import (
     MAX_NOTE_DEPTH,
     MAX_NOTE_INTERVAL,
@@ -42,28 +43,43 @@ EXISTING_THREAD = 160004
 
 
 def build_tavern(runner: DiscordRunner) -> app_commands.Group:
-    """``/tavern start character:<name> [policy]`` and ``/tavern stop``."""
+    """``/tavern start character:<name> [policy] [preset] [worldbook]`` and ``/tavern stop``."""
     group = app_commands.Group(name="tavern", description="Bind this channel to a role-play")
 
-    async def characters(interaction: discord.Interaction, current: str) -> list:  # type: ignore[type-arg]
-        place = place_of_interaction(interaction)
-        return choices(await runner.catalogue.names(place.key, "card"), current)
-
     @group.command(name="start", description="Play here with a character (game master)")
-    @app_commands.autocomplete(character=characters)
+    @app_commands.autocomplete(
+        character=asset_completer(runner, "card"),
+        preset=asset_completer(runner, "preset"),
+        worldbook=asset_completer(runner, "worldbook"),
+    )
     async def start(
-        interaction: discord.Interaction, character: str, policy: PolicyChoice | None = None
+        interaction: discord.Interaction,
+        character: str,
+        policy: PolicyChoice | None = None,
+        preset: str | None = None,
+        worldbook: str | None = None,
     ) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
             require_game_master(runner, interaction)
             if place.is_thread:
                 raise CommandRefused("Start in the channel itself; threads become its branches.")
-            character = await imported_character(runner, place, character)
+            # Every name is checked before anything is bound.
+            character = await imported(runner, place, "card", character)
+            extras: list[tuple[AssetKind, str]] = []
+            if preset is not None:
+                extras.append(("preset", await imported(runner, place, "preset", preset)))
+            if worldbook is not None:
+                extras.append(("worldbook", await imported(runner, place, "worldbook", worldbook)))
             binding = await runner.sessions.bind(place.key, character=character, policy=policy)
+            for kind, name in extras:
+                await runner.service.bind_asset(place.key, kind, name)
+            if extras:
+                runner.sessions.forget(place.key)
+            using = "".join(f", {kind} **{name}**" for kind, name in extras)
             await answer(
                 interaction,
-                f"🎭 **{binding.character or character}** plays here now "
+                f"🎭 **{binding.character or character}** plays here now{using} "
                 f"(replies: {binding.policy}). Session `{place.key.realm}/{place.key.key}`.",
             )
 
