@@ -1,16 +1,33 @@
 """Reading untrusted JSON into plain values, turning every failure into a FormatError.
 
-Shared by the card, regex-script and chat importers so that malformed bytes, bad UTF-8, deep
-nesting and wrong field types all surface the same way: file, field, problem.
+Shared by every importer (cards, presets, world books, regex scripts, chats, native archives)
+so that malformed bytes, bad UTF-8, deep nesting, lone surrogates and wrong field types all
+surface the same way: file, field, problem.
+
+Every decoded value passes :func:`check_decoded` once, where it enters: JSON escapes can spell
+a lone UTF-16 surrogate (``"\\ud800"``) that no database, encoder or model API accepts, and
+deep nesting breaks every recursive reader after the parser; both are refused here, with the
+field path (``entries.3.content``, ``prompts[2].content``), before anything is stored.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
+from typing import Final
 
 from engine.errors import FormatError
+
+MAX_IMPORT_JSON_DEPTH: Final = 100
+"""Most levels of nested arrays and objects an imported JSON document may have. Real
+SillyTavern files nest a handful of levels; a native archive's stored values stay within
+``archive_fields.MAX_JSON_DEPTH`` plus the few levels of the archive itself."""
+
+_DEPTH_PATH_PARTS: Final = 3
+"""Path parts an error about deep nesting shows."""
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def decode_text(data: bytes, *, source: str, field: str = "") -> str:
@@ -35,11 +52,84 @@ def _finite_float(text: str) -> float:
 
 
 def loads(text: str, *, source: str, field: str = "") -> object:
-    """Parse JSON text; NaN/Infinity, deep nesting and syntax errors raise FormatError."""
+    """Parse JSON text and :func:`check_decoded` it; NaN/Infinity, nesting deeper than
+    :data:`MAX_IMPORT_JSON_DEPTH`, lone surrogates and syntax errors raise FormatError."""
     try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
-    except (ValueError, RecursionError) as exc:
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise _too_deep(source, field) from None
+    except ValueError as exc:
         raise FormatError(f"invalid JSON: {exc}", source=source, field=field) from None
+    check_decoded(value, source=source, field=field)
+    return value
+
+
+def _too_deep(source: str, field: str) -> FormatError:
+    return FormatError(
+        f"JSON nests deeper than MAX_IMPORT_JSON_DEPTH={MAX_IMPORT_JSON_DEPTH}",
+        source=source,
+        field=field,
+    )
+
+
+def _path(parts: tuple[object, ...], base: str) -> str:
+    """``base`` followed by ``parts`` as a field path: ``entries.3.content``, ``prompts[2]``;
+    under a place such as ``line 3`` the path follows a colon: ``line 3: chat_metadata.x``."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out = f"{out}.{part}" if out else str(part)
+    if not base or not out:
+        return base or out
+    if " " in base:
+        return f"{base}: {out}"
+    return f"{base}{out}" if out.startswith("[") else f"{base}.{out}"
+
+
+def lone_surrogate_at(text: str) -> int | None:
+    """The index of the first lone UTF-16 surrogate in ``text``, or None when it has none.
+    (Decoded JSON joins escaped pairs into one character, so any surrogate left is alone.)"""
+    if text.isascii():
+        return None
+    found = _SURROGATE.search(text)
+    return None if found is None else found.start()
+
+
+def check_decoded(value: object, *, source: str, field: str = "") -> None:
+    """Refuse a decoded JSON value nesting deeper than :data:`MAX_IMPORT_JSON_DEPTH` or holding
+    a lone surrogate in any text or key (FormatError naming the field path under ``field``).
+
+    Iterative, so a value of any depth is walked without recursion."""
+    stack: list[tuple[object, int, tuple[object, ...]]] = [(value, 0, ())]
+    while stack:
+        item, depth, parts = stack.pop()
+        if isinstance(item, str):
+            at = lone_surrogate_at(item)
+            if at is not None:
+                raise FormatError(
+                    f"text holds a lone surrogate {item[at]!r} at character {at}",
+                    source=source,
+                    field=_path(parts, field),
+                )
+            continue
+        if not isinstance(item, dict | list):
+            continue
+        if depth >= MAX_IMPORT_JSON_DEPTH:
+            # Name where the deep part starts: the full path would be a hundred levels long.
+            raise _too_deep(source, _path(parts[:_DEPTH_PATH_PARTS], field) + "...")
+        if isinstance(item, list):
+            stack.extend((child, depth + 1, (*parts, i)) for i, child in enumerate(item))
+            continue
+        for key, child in item.items():
+            if isinstance(key, str) and lone_surrogate_at(key) is not None:
+                raise FormatError(
+                    f"key {key!r:.60} holds a lone surrogate",
+                    source=source,
+                    field=_path(parts, field),
+                )
+            stack.append((child, depth + 1, (*parts, key)))
 
 
 def load_object(data: bytes | str, *, source: str, field: str = "") -> dict[str, object]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from engine.errors import FormatError
-from engine.formats.json_input import decode_text, get_bool, get_str, type_name
+from engine.formats.json_input import check_decoded, decode_text, get_bool, get_str, type_name
 
 # A chat file bigger than this is refused (the longest real chats are tens of MB).
 MAX_CHAT_BYTES = 512 * 1024 * 1024
@@ -195,6 +195,7 @@ def parse_chat(data: bytes | str, *, source: str) -> ChatLog:
                 source=source,
                 field=f"line {number}",
             )
+        check_decoded(value, source=source, field=f"line {number}")
         objects.append((number, value))
     if not objects:
         raise FormatError("no chat header or message in the file", source=source)
