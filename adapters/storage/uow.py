@@ -3,14 +3,18 @@
 ``async with storage.unit_of_work() as uow:`` begins a transaction, commits it when the block
 ends normally and rolls it back when the block raises; ``storage.read()`` is the same for
 reads only. A uniqueness violation or a lock that
-could not be taken becomes :class:`engine.errors.ConflictError` at this edge.
+could not be taken becomes :class:`engine.errors.ConflictError` at this edge; any other driver
+error becomes :class:`engine.errors.StorageError` (logged under an error id, see
+:mod:`engine.incidents`), so no SQL or parameter reaches a user.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Final
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import (
@@ -32,9 +36,14 @@ from adapters.storage.timeline_repos import (
     SqlSessions,
 )
 from adapters.storage.variable_repos import SqlVariables
-from engine.errors import ConflictError
+from engine.errors import ConflictError, StorageError
+from engine.incidents import internal_error, new_error_id
 
 _LOCK_WORDS = ("database is locked", "deadlock detected", "could not serialize")
+STORAGE_FAILED: Final = "storage failed"
+"""What a caller is told of an unexpected storage error (before its error id)."""
+
+_log = logging.getLogger(__name__)
 
 
 class SqlUnitOfWork:
@@ -105,15 +114,20 @@ class SqlStorage:
             async with sessions() as db, db.begin():
                 yield SqlUnitOfWork(db, await db.connection())
         except IntegrityError as exc:
+            # The driver's text names the row's values; they go to the log only.
+            error_id = new_error_id()
+            _log.warning("storage refused a row (error %s): %s", error_id, exc.orig)
             raise ConflictError(
-                f"storage refused a duplicate or dangling row: {exc.orig}"
+                f"storage refused a duplicate or dangling row (error {error_id})"
             ) from exc
         except DBAPIError as exc:
             # SQLite reports a lock timeout, PostgreSQL a deadlock or serialisation failure;
             # all mean "someone else won, try again".
             if any(word in str(exc.orig).lower() for word in _LOCK_WORDS):
                 raise ConflictError(f"storage is busy, try again: {exc.orig}") from exc
-            raise
+            # Anything else quotes the SQL and its parameters (a user's text): the log gets
+            # them under an error id, the caller a StorageError that says only that id.
+            raise internal_error(exc, STORAGE_FAILED, logger=_log, kind=StorageError) from exc
 
     async def close(self) -> None:
         """Close every pooled connection (call once on shutdown)."""

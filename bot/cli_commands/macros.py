@@ -2,7 +2,12 @@
 
 ``macros eval --jsonl`` reads ``{"template", "env"}`` objects, one per line, from stdin and
 writes one ``{"text", "local", "global", "warnings", "mutations", "error"}`` line per input, in
-order; a malformed line gives a line with ``error`` set and the run goes on.
+order; a bad line gives a line with ``error`` set (naming the line) and the run goes on. Input
+lines are read as JSON the way every import reads it (:func:`engine.formats.json_input.loads`):
+bytes that are not UTF-8, ``NaN``/``Infinity``, numbers beyond double range, lone surrogates
+and deep nesting are each such a bad line. Every output line is standard JSON: a number that
+is not finite (an overflow in the macros) is written as ``null``, as JavaScript's
+``JSON.stringify`` writes it, so no ``Infinity`` ever reaches a reader.
 ``macros preview TEXT --var k=v`` evaluates one text for people and prints the result, then the
 warnings and the variable writes.
 """
@@ -11,9 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+from collections.abc import Iterable
 from typing import Any, TextIO
 
+from engine.errors import FormatError
+from engine.formats.json_input import loads
 from engine.macros import PHASES, MacroContext, evaluate
 from engine.macros.envjson import run_case
 
@@ -51,7 +60,18 @@ def register(sub: Any) -> None:
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite number replaced by ``None`` (JSON ``null``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _error_line(message: str) -> dict[str, Any]:
@@ -66,31 +86,59 @@ def _error_line(message: str) -> dict[str, Any]:
     }
 
 
-def eval_lines(source: TextIO, sink: TextIO) -> int:
-    """The ``--jsonl`` loop: never stops on a bad line; returns the number of bad lines."""
+def eval_line(number: int, line: str | bytes) -> dict[str, Any]:
+    """The result of input line ``number`` (1-based): never raises."""
+    where = f"line {number}"
+    try:
+        text = line.decode("utf-8") if isinstance(line, bytes) else line
+    except UnicodeDecodeError as exc:
+        return _error_line(f"{where}: not UTF-8 text (byte {exc.start})")
+    try:
+        case = loads(text, source="", field=where)
+        return run_case(case)
+    except FormatError as exc:
+        return _error_line(str(exc))
+    except Exception as exc:  # the engine never raises; this is a last line of defence
+        return _error_line(f"{where}: {type(exc).__name__}: {exc}")
+
+
+def _render(number: int, result: dict[str, Any]) -> str:
+    """One output line of standard JSON, whatever ``result`` holds."""
+    try:
+        try:
+            out = _dump(result)
+        except ValueError:  # a number that is not finite
+            out = _dump(_finite(result))
+        out.encode("utf-8")  # a lone surrogate cannot be written to a UTF-8 stream
+    except UnicodeEncodeError as exc:
+        return _dump(
+            _error_line(f"line {number}: the result holds a lone surrogate ({exc.reason})")
+        )
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return _dump(_error_line(f"line {number}: the result cannot be written as JSON: {exc}"))
+    return out
+
+
+def eval_lines(source: Iterable[str | bytes], sink: TextIO) -> int:
+    """The ``--jsonl`` loop over text or byte lines: never stops on a bad line; returns the
+    number of bad lines."""
     bad = 0
     for number, line in enumerate(source, start=1):
         if not line.strip():
             continue
-        try:
-            case = json.loads(line)
-        except ValueError as exc:
-            result = _error_line(f"line {number}: not JSON: {exc}")
-        else:
-            try:
-                result = run_case(case)
-            except Exception as exc:  # the engine never raises; this is a last line of defence
-                result = _error_line(f"line {number}: {type(exc).__name__}: {exc}")
+        result = eval_line(number, line)
         if result.get("error"):
             bad += 1
-        sink.write(_dump(result) + "\n")
+        sink.write(_render(number, result) + "\n")
         sink.flush()
     return bad
 
 
 def _eval(args: argparse.Namespace) -> int:
     if args.jsonl:
-        eval_lines(sys.stdin, sys.stdout)
+        # Bytes, so that one line that is not UTF-8 is one error line, not the end of the run.
+        stream = getattr(sys.stdin, "buffer", sys.stdin)
+        eval_lines(stream, sys.stdout)
         return 0
     try:
         case = json.loads(sys.stdin.read())
@@ -98,7 +146,7 @@ def _eval(args: argparse.Namespace) -> int:
         print(f"tavernbot: stdin is not a JSON object: {exc}", file=sys.stderr)
         return 2
     result = run_case(case)
-    print(json.dumps(result, ensure_ascii=False, indent=2))
+    print(json.dumps(_finite(result), ensure_ascii=False, indent=2, allow_nan=False))
     return 1 if result.get("error") else 0
 
 

@@ -3,13 +3,21 @@
 An exact flat key always wins; only a key that does not exist and contains ``.`` or ``[`` is
 read as a path. There are no array indices, wildcards or filters. A path write replaces the
 root key's JSON value (a copy with the leaf changed), so only root keys are ever stored.
+
+A path has at most :data:`MAX_PATH_SEGMENTS` segments: a longer one is a parse error (the
+macro warns and stays raw), so no stored value is ever nested deeper than that by a path
+write, and nothing downstream (copies, JSON encoders, databases) meets thousands of levels.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
+
+MAX_PATH_SEGMENTS: Final = 64
+"""Most segments (the root key included) a structured variable path may have; real paths
+have a handful. A longer path is refused with a ``parse`` error naming this limit."""
 
 _WS = " \t\n\r\f\v"
 
@@ -81,7 +89,7 @@ def parse_path(key: str) -> Path:
             i = _skip(key, i)
             if i >= n or key[i] != "]":
                 raise PathError("parse", f"unclosed bracket in variable path {key!r}")
-            segments.append(text)
+            _append(segments, text, key)
             i += 1
             expect_segment = False
         elif ch == ".":
@@ -99,13 +107,23 @@ def parse_path(key: str) -> Path:
             start = i
             while i < n and key[i] not in ".[]" and key[i] not in _WS:
                 i += 1
-            segments.append(key[start:i])
+            _append(segments, key[start:i], key)
             expect_segment = False
     if expect_segment:
         raise PathError("parse", f"variable path ends with '.': {key!r}")
     if len(segments) < 2:
         return Path(segments[0], ())
     return Path(segments[0], tuple(segments[1:]))
+
+
+def _append(segments: list[str], segment: str, key: str) -> None:
+    if len(segments) >= MAX_PATH_SEGMENTS:
+        raise PathError(
+            "parse",
+            f"variable path {key[:40]!r}... has more than MAX_PATH_SEGMENTS={MAX_PATH_SEGMENTS}"
+            " segments",
+        )
+    segments.append(segment)
 
 
 def is_path(store: dict[str, Any], key: str) -> bool:

@@ -40,7 +40,7 @@ def test_eval_jsonl_answers_every_line_in_order() -> None:
         "mutations": [{"kind": "set", "scope": "local", "key": "a", "value": "1"}],
         "error": None,
     }
-    assert results[1]["error"].startswith("line 2: not JSON")
+    assert results[1]["error"].startswith("line 2: invalid JSON")
     assert results[2]["error"] == "'template' must be a string"
     assert results[3]["text"] == "" and results[3]["warnings"] == ["macro_eval_phase_disallowed"]
     assert results[4]["error"]
