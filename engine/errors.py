@@ -11,10 +11,15 @@ rooted here, so a front end can catch :class:`EngineError` and show ``str(exc)``
      ├── PermissionDeniedError     the actor may not do this (read-only macros, platform roles)
      ├── LimitExceededError        a named limit was reached (the limit's name is in ``limit``)
      ├── FormatError               an imported file is malformed (file, field and problem)
-     └── GenerationError           the model call failed (the floor is marked failed)
+     ├── GenerationError           the model call failed (the floor is marked failed)
+     └── InternalError             something failed that nobody planned for; the message is
+          └── StorageError         only a short line and an error id, the details were logged
+                                   under that id (see :mod:`engine.incidents`)
 
 Adapters translate library exceptions into these at the edge (``raise ... from exc``); the
-engine never catches a library exception itself.
+engine never catches a library exception itself. Whatever is not an :class:`EngineError` by
+the time it reaches a user (a bug, a driver error) is shown only as an :class:`InternalError`:
+its raw text may hold SQL, parameters or credentials.
 """
 
 from __future__ import annotations
@@ -70,3 +75,20 @@ class GenerationError(EngineError):
     def __init__(self, message: str, *, retryable: bool = False) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+class InternalError(EngineError):
+    """An unexpected failure, shown as ``"<what> (error <id>)"`` and nothing more.
+
+    The raw exception (SQL, parameters, a traceback) went to the log under ``error_id`` where
+    it was caught; :func:`engine.incidents.internal_error` builds these.
+    """
+
+    def __init__(self, what: str, *, error_id: str) -> None:
+        super().__init__(f"{what} (error {error_id})")
+        self.what = what
+        self.error_id = error_id
+
+
+class StorageError(InternalError):
+    """The storage backend failed in a way that is neither a conflict nor a missing row."""

@@ -11,6 +11,10 @@ units of work (marked with :data:`READ_ONLY_OPTION`) start a plain deferred ``BE
 PostgreSQL runs at READ COMMITTED; compare-and-set updates and a per-branch row lock
 serialise what must be serialised. ``schema`` (PostgreSQL only) puts every table in that
 schema through ``search_path``; tests use it to isolate themselves.
+
+On both backends every bound string and every JSON value passes
+:mod:`adapters.storage.text_edge` (NUL and lone surrogates become U+FFFD) before the driver
+sees it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from adapters.storage.sqlite_inline import InlineSQLiteDBAPI
+from adapters.storage.text_edge import storable_json, storable_parameters
 
 SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
 """How long a SQLite writer waits for the lock before giving up."""
@@ -49,16 +54,34 @@ def create_engine(url: str, *, schema: str | None = None, echo: bool = False) ->
         options: dict[str, Any] = {}
         if inline:
             options["module"] = InlineSQLiteDBAPI(SQLITE_BUSY_TIMEOUT_MS / 1000)
-        engine = create_async_engine(url, echo=echo, **options)
+        engine = create_async_engine(url, echo=echo, json_serializer=storable_json, **options)
+        _clean_text_at_the_edge(engine)
         # Inline connections wait for a busy database with asyncio sleeps, never in SQLite.
         _setup_sqlite(engine, busy_timeout_ms=0 if inline else SQLITE_BUSY_TIMEOUT_MS)
         return engine
     connect_args: dict[str, Any] = {}
     if schema is not None:
         connect_args["server_settings"] = {"search_path": schema}
-    return create_async_engine(
-        url, echo=echo, pool_size=PG_POOL_SIZE, pool_pre_ping=True, connect_args=connect_args
+    engine = create_async_engine(
+        url,
+        echo=echo,
+        pool_size=PG_POOL_SIZE,
+        pool_pre_ping=True,
+        connect_args=connect_args,
+        json_serializer=storable_json,
     )
+    _clean_text_at_the_edge(engine)
+    return engine
+
+
+def _clean_text_at_the_edge(engine: AsyncEngine) -> None:
+    """Make every bound string storable on this engine (see :mod:`.text_edge`)."""
+
+    @event.listens_for(engine.sync_engine, "before_cursor_execute", retval=True)
+    def _storable(
+        _conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool
+    ) -> tuple[str, Any]:
+        return statement, storable_parameters(parameters)
 
 
 def _setup_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:

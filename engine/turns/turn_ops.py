@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.errors import EngineError, LimitExceededError, NotFoundError
+from engine.incidents import internal_error
 from engine.memory.lineage import Viewpoint
 from engine.memory.scoping import viewpoint_for
 from engine.prompt.inputs import MemoryItem
@@ -42,7 +43,7 @@ from engine.turns.profiles import (
 )
 from engine.turns.tools import ToolBox, ToolEnv, ToolPolicy
 from engine.turns.views import committed_numbers, reply_view
-from engine.turns.workflow import Generation, TurnOptions, generation_error
+from engine.turns.workflow import TURN_FAILED, Generation, TurnOptions, generation_error
 
 log = logging.getLogger(__name__)
 
@@ -334,8 +335,16 @@ class TurnOps(ServiceBase):
     async def _failed(
         self, floor: Floor | None, page: Page | None, exc: BaseException
     ) -> BaseException:
-        """Mark the page (and a new floor) failed; the error to raise to the caller."""
-        message = generation_error(exc)
+        """Mark the page (and a new floor) failed; the error to raise to the caller.
+
+        An unexpected error (not an :class:`EngineError`) is logged under an error id here and
+        only ``"the turn failed (error <id>)"`` is stored and raised: its own text may hold SQL,
+        parameters or credentials.
+        """
+        incident = None
+        if isinstance(exc, Exception) and not isinstance(exc, EngineError):
+            incident = internal_error(exc, TURN_FAILED, logger=log)
+        message = generation_error(incident or exc)
         try:
             if page is not None:
                 await asyncio.shield(self.timeline.fail_page(page.id, message))
@@ -348,12 +357,9 @@ class TurnOps(ServiceBase):
             floor=floor.seq if floor is not None else None,
             error=message,
         )
-        if isinstance(exc, EngineError | asyncio.CancelledError):
-            return exc
-        if not isinstance(exc, Exception):
-            return exc
-        log.exception("turn failed", exc_info=exc)
-        return TurnFailedError(f"the turn failed: {message}")
+        if incident is not None:
+            return TurnFailedError(message)
+        return exc
 
     async def swipe(self, key: SessionKey, branch: str, step: int) -> ReplyView:
         """Activate the page ``step`` away on the latest floor (clamped to the first/last)."""

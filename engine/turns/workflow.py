@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from engine.errors import GenerationError
+from engine.errors import EngineError, GenerationError
 from engine.formats.regex_scripts import RegexScript
+from engine.incidents import shown_error
 from engine.macros import Mutation as MacroMutation
 from engine.macros import Phase
 from engine.memory import extract_memory_tags
@@ -41,6 +42,7 @@ from engine.prompt.inputs import (
 from engine.prompt.macro_port import EngineMacros, macro_context
 from engine.prompt.regex_run import Channel, apply_scripts
 from engine.prompt.tokens import counter_for_model
+from engine.redaction import redact_text
 from engine.turns.api import OnText
 from engine.turns.context import TIMED_STATE_META, TurnRead, WindowHistory
 from engine.turns.notes import session_note
@@ -402,8 +404,22 @@ def _verdict(text: str) -> dict[str, Any]:
     return {"verdict": str(data.get("verdict", "unknown")), "notes": str(data.get("notes", ""))}
 
 
+TURN_FAILED: Final = "the turn failed"
+"""What a user is told of a turn that failed for an unexpected reason (before its error id)."""
+
+
 def generation_error(exc: BaseException) -> str:
-    """What the user is told when a generation fails."""
+    """What the user is told, and the failed floor keeps, when a generation fails.
+
+    An engine error speaks for itself (URL credentials hidden). Anything else is unexpected
+    and may quote SQL, parameters or credentials: it is logged under an error id and only
+    ``"the turn failed (error <id>)"`` is said (see :mod:`engine.incidents`). A cancellation
+    is named by its type.
+    """
     if isinstance(exc, GenerationError):
-        return f"the model call failed: {exc}"
-    return str(exc) or type(exc).__name__
+        return f"the model call failed: {redact_text(str(exc))}"
+    if isinstance(exc, EngineError):
+        return redact_text(str(exc))
+    if isinstance(exc, Exception):
+        return shown_error(exc, TURN_FAILED)
+    return type(exc).__name__

@@ -1,0 +1,58 @@
+"""What a user is shown when something fails, and what goes to the log instead.
+
+The engine's exception tree decides (see :mod:`engine.errors`): an :class:`EngineError` was
+raised on purpose and its message is written for a user, so it is shown as it is. Anything
+else (a bug, a storage driver error with its SQL and parameters, a library error that may
+quote a URL with credentials) is *unexpected*: it is logged in full under a short random
+error id, and the user sees only ``"<what> (error 7f3a2c)"``, an :class:`InternalError` with
+the same id, so a report from a user can be matched to the log line.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from typing import Final, TypeVar
+
+from engine.errors import EngineError, InternalError
+from engine.redaction import redact_text
+
+ERROR_ID_BYTES: Final = 3
+"""Random bytes in an error id (six hex digits): enough to find one line in a day's log."""
+
+log = logging.getLogger("tavernbot.incidents")
+
+E = TypeVar("E", bound=InternalError)
+
+
+def new_error_id() -> str:
+    """A fresh error id (lower-case hex)."""
+    return secrets.token_hex(ERROR_ID_BYTES)
+
+
+def internal_error(
+    exc: BaseException,
+    what: str,
+    *,
+    logger: logging.Logger | None = None,
+    kind: type[E] = InternalError,  # type: ignore[assignment]
+) -> E:
+    """Log ``exc`` in full under a new error id; the safe error (of ``kind``) to show instead."""
+    error = kind(what, error_id=new_error_id())
+    (logger or log).error(
+        "%s (error %s): %s: %s",
+        what,
+        error.error_id,
+        type(exc).__name__,
+        redact_text(str(exc)),
+        exc_info=exc,
+    )
+    return error
+
+
+def shown_error(exc: BaseException, what: str, *, logger: logging.Logger | None = None) -> str:
+    """The text a user may see for ``exc``: an engine error's own message (URL credentials
+    hidden), otherwise ``"<what> (error <id>)"`` with the details logged under that id."""
+    if isinstance(exc, EngineError):
+        return redact_text(str(exc))
+    return str(internal_error(exc, what, logger=logger))
