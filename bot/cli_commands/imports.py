@@ -29,11 +29,11 @@ from engine.errors import FormatError
 from engine.formats.archive import Archive, looks_like_archive, parse_archive
 from engine.formats.archive_st import archive_from_st_chat
 from engine.formats.cards import card_to_asset, parse_card
-from engine.formats.json_input import decode_text, load_object, loads
-from engine.formats.preset import parse_preset
-from engine.formats.regex_scripts import parse_regex_scripts
+from engine.formats.json_input import load_object
+from engine.formats.preset import PRESET_OBJECT, parse_preset
+from engine.formats.regex_scripts import load_regex_file
 from engine.formats.st_chat import parse_chat
-from engine.formats.worldbook import parse_worldbook
+from engine.formats.worldbook import WORLDBOOK_OBJECT, parse_worldbook
 from engine.timeline.service import check_name
 
 if TYPE_CHECKING:
@@ -97,17 +97,15 @@ def prepare(kind: str, path: Path, data: bytes, *, now: datetime) -> Prepared:
             kind=kind, name=card.name, data=stored, upload=upload, upload_name=f"{stem}.json"
         )
     if kind == "preset":
-        obj = load_object(data, source=source)
+        obj = load_object(data, source=source, what=PRESET_OBJECT)
         parse_preset(obj, source=source)
         return _asset(kind, stem, obj, path, data)
     if kind == "worldbook":
-        obj = load_object(data, source=source)
+        obj = load_object(data, source=source, what=WORLDBOOK_OBJECT)
         parse_worldbook(obj, source=source, name=stem)
         return _asset(kind, stem, obj, path, data)
     if kind == "regex":
-        value = loads(decode_text(data, source=source), source=source)
-        parse_regex_scripts(value, source=source)
-        items = value if isinstance(value, list) else [value]
+        items, _ = load_regex_file(data, source=source)
         return _asset(kind, stem, {"scripts": items}, path, data)
     if kind == "chat":
         if looks_like_archive(data):

@@ -87,7 +87,8 @@ def parse_card(data: bytes, *, source: str) -> CharacterCard:
         obj = _payload_from_png(data, source=source)
         avatar = strip_text_chunks(data, CARD_CHUNK_KEYWORDS, source=source)
         return card_from_mapping(obj, source=source, avatar=avatar)
-    return card_from_mapping(load_object(data, source=source), source=source)
+    obj = load_object(data, source=source, what="a character card object")
+    return card_from_mapping(obj, source=source)
 
 
 def _payload_from_png(data: bytes, *, source: str) -> dict[str, object]:

@@ -132,32 +132,35 @@ def check_decoded(value: object, *, source: str, field: str = "") -> None:
             stack.append((child, depth + 1, (*parts, key)))
 
 
-def load_object(data: bytes | str, *, source: str, field: str = "") -> dict[str, object]:
-    """Parse bytes or text that must hold one JSON object."""
+def load_object(
+    data: bytes | str, *, source: str, field: str = "", what: str = "a JSON object"
+) -> dict[str, object]:
+    """Parse bytes or text that must hold one JSON object; ``what`` names the object the
+    caller expects (``"a preset object"``), so that valid JSON of another type is reported as
+    what it is ("expected a preset object, got a string"), never as invalid JSON."""
     text = decode_text(data, source=source, field=field) if isinstance(data, bytes) else data
     value = loads(text, source=source, field=field)
     if not isinstance(value, dict):
-        raise FormatError(
-            f"expected a JSON object, got {type_name(value)}", source=source, field=field
-        )
+        raise FormatError(f"expected {what}, got {type_name(value)}", source=source, field=field)
     return value
 
 
 def type_name(value: object) -> str:
-    """The JSON name of a value's type, for error messages."""
+    """The JSON name of a value's type with its article, for error messages ("expected an
+    object, got a string"; ``null`` has none)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
-        return "boolean"
+        return "a boolean"
     if isinstance(value, int | float):
-        return "number"
+        return "a number"
     if isinstance(value, str):
-        return "string"
+        return "a string"
     if isinstance(value, list):
-        return "array"
+        return "an array"
     if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__
+        return "an object"
+    return f"a {type(value).__name__}"
 
 
 def get_str(
@@ -193,7 +196,7 @@ def as_int(value: object, *, source: str, field: str) -> int | None:
     if value is None or value == "":
         return None
     if isinstance(value, bool):
-        raise FormatError("expected a number, got boolean", source=source, field=field)
+        raise FormatError("expected a number, got a boolean", source=source, field=field)
     if isinstance(value, int):
         return value
     if isinstance(value, float):

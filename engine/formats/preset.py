@@ -230,6 +230,11 @@ _SCALAR_FIELDS = tuple(
 _PRESET_DEFAULTS = Preset()
 
 
+PRESET_OBJECT = "a preset object"
+"""What a preset file must hold, as import errors name it ("expected a preset object,
+got a string")."""
+
+
 def parse_preset(data: object, *, source: str) -> Preset:
     """Read a Chat Completion preset (decoded JSON). Raises :class:`FormatError` naming
     ``source``, the field and the problem when the file is malformed."""

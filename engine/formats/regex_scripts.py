@@ -73,15 +73,29 @@ def parse_regex_scripts(data: bytes | str | object, *, source: str) -> tuple[Reg
 
     Raises FormatError naming ``source``, the field (``[3].placement``) and the problem.
     """
-    value: object = data
     if isinstance(data, bytes | str):
         text = decode_text(data, source=source) if isinstance(data, bytes) else data
-        value = loads(text, source=source)
+        data = loads(text, source=source)
+    return regex_scripts_from_json(data, source=source)
+
+
+def load_regex_file(data: bytes, *, source: str) -> tuple[list[object], tuple[RegexScript, ...]]:
+    """A regex file as imported: its scripts as JSON items (one object becomes a list of one,
+    to store) and as validated scripts. A file holding valid JSON of another type (``"abc"``)
+    is reported as such, never as invalid JSON."""
+    value = loads(decode_text(data, source=source), source=source)
+    scripts = regex_scripts_from_json(value, source=source)
+    return (list(value) if isinstance(value, list) else [value]), scripts
+
+
+def regex_scripts_from_json(value: object, *, source: str) -> tuple[RegexScript, ...]:
+    """Read one decoded script object or a list of them (a string is never parsed again:
+    it is the wrong type)."""
     if isinstance(value, Mapping):
         return (parse_regex_script(value, source=source, field=""),)
     if not isinstance(value, list):
         raise FormatError(
-            f"expected a regex script object or an array of them, got {type_name(value)}",
+            f"expected a regex script object or a list of them, got {type_name(value)}",
             source=source,
         )
     if len(value) > MAX_SCRIPTS_PER_FILE:

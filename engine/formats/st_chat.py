@@ -191,7 +191,7 @@ def parse_chat(data: bytes | str, *, source: str) -> ChatLog:
             continue
         if not isinstance(value, dict):
             raise FormatError(
-                f"expected a JSON object, got {type_name(value)}",
+                f"expected a chat header or message object, got {type_name(value)}",
                 source=source,
                 field=f"line {number}",
             )

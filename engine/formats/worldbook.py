@@ -277,6 +277,11 @@ def _entry_from_card(item: object, *, source: str, path: str, index: int) -> Wor
     return entry
 
 
+WORLDBOOK_OBJECT = "a world book object"
+"""What a world book file must hold, as import errors name it ("expected a world book
+object, got a string")."""
+
+
 def parse_worldbook(data: object, *, source: str, name: str = "") -> WorldBook:
     """Read a world book in any of the three shapes (decoded JSON). ``name`` defaults to the
     book's own name, then ``source``. Malformed data raises :class:`FormatError`."""

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 from engine.errors import FormatError, LimitExceededError
 from engine.formats.cards import card_to_asset, parse_card
-from engine.formats.json_input import decode_text, load_object, loads
-from engine.formats.preset import parse_preset
-from engine.formats.regex_scripts import parse_regex_scripts
+from engine.formats.json_input import load_object
+from engine.formats.preset import PRESET_OBJECT, parse_preset
+from engine.formats.regex_scripts import load_regex_file
 from engine.formats.st_chat import ChatEntry, ChatLog, ChatPage, chat_to_jsonl_bytes, parse_chat
-from engine.formats.worldbook import parse_worldbook
+from engine.formats.worldbook import WORLDBOOK_OBJECT, parse_worldbook
 from engine.timeline.values import Branch, Floor, Message, MessageRole, NewMessage
 from engine.turns.api import AssetKind, ImportSummary, SessionKey
 from engine.turns.context import read_turn
@@ -75,14 +75,14 @@ async def import_asset(
         }
         return ImportSummary(kind="card", name=card.name, details=details)
     if kind == "preset":
-        obj = load_object(data, source=filename)
+        obj = load_object(data, source=filename, what=PRESET_OBJECT)
         preset = parse_preset(obj, source=filename)
         await service.assets.put(realm_id, "preset", stem, obj)
         if bind:
             await service._update(session_id, preset=stem)
         return ImportSummary(kind="preset", name=stem, details={"prompts": len(preset.prompts)})
     if kind == "worldbook":
-        obj = load_object(data, source=filename)
+        obj = load_object(data, source=filename, what=WORLDBOOK_OBJECT)
         book = parse_worldbook(obj, source=filename, name=stem)
         await service.assets.put(realm_id, "worldbook", stem, obj)
         books = [*settings.worldbooks, stem] if stem not in settings.worldbooks else None
@@ -90,9 +90,7 @@ async def import_asset(
             await service._update(session_id, worldbooks=books)
         return ImportSummary(kind="worldbook", name=stem, details={"entries": len(book.entries)})
     if kind == "regex":
-        value = loads(decode_text(data, source=filename), source=filename)
-        scripts = parse_regex_scripts(value, source=filename)
-        items = value if isinstance(value, list) else [value]
+        items, scripts = load_regex_file(data, source=filename)
         await service.assets.put(realm_id, "regex", stem, {"scripts": items})
         if bind and stem not in settings.regex_sets:
             await service._update(session_id, regex_sets=[*settings.regex_sets, stem])
