@@ -23,6 +23,8 @@ MACRO_EVAL_PHASE_DISALLOWED = "macro_eval_phase_disallowed"
 MACRO_READONLY_NAME_CONFLICT = "macro_readonly_name_conflict"
 MACRO_INTERNAL_ERROR = "macro_internal_error"
 MACRO_WRITE_FORBIDDEN = "macro_write_forbidden"
+MACRO_NUMBER_NOT_FINITE = "macro_number_not_finite"
+"""Arithmetic gave NaN or Infinity (or a write carried one): the variable keeps its value."""
 
 #: Every code an evaluation can report.
 WARNING_CODES = frozenset(
@@ -45,6 +47,7 @@ WARNING_CODES = frozenset(
         MACRO_READONLY_NAME_CONFLICT,
         MACRO_INTERNAL_ERROR,
         MACRO_WRITE_FORBIDDEN,
+        MACRO_NUMBER_NOT_FINITE,
     }
 )
 

@@ -9,11 +9,13 @@ phase, access and budget rules and records the mutation.
 from __future__ import annotations
 
 import json
+import math
 from typing import TYPE_CHECKING, Any
 
 from engine.macros import paths
 from engine.macros.diagnostics import (
     MACRO_MUTATION_LIMIT_EXCEEDED,
+    MACRO_NUMBER_NOT_FINITE,
     MACRO_PREVIEW_SIDE_EFFECT_SUPPRESSED,
     Mutation,
     Scope,
@@ -24,10 +26,12 @@ from engine.macros.jsvalues import (
     js_falsy,
     js_number,
     json_stringify,
+    number_to_string,
     string_to_number,
     to_display,
     to_number,
 )
+from engine.variables.values import first_non_finite
 
 if TYPE_CHECKING:
     from engine.macros.evaluator import MacroEnv
@@ -125,8 +129,13 @@ def add(env: MacroEnv, scope: Scope, key: str, value: Any, source: str) -> Any:
         text = ("" if js_falsy(current) else to_display(current)) + to_display(value)
         return text if set_value(env, scope, key, text, source) else None
     total = base + increment
-    if is_nan(total):
-        return ""
+    if not math.isfinite(total):
+        env.warn(
+            MACRO_NUMBER_NOT_FINITE,
+            f"'{key}' + {number_to_string(increment)} is {number_to_string(total)}, not a "
+            f"finite number; '{key}' keeps its value",
+        )
+        return None
     result = js_number(total)
     # SillyTavern stores the number; inside a Core Profile path the leaf is stored as text,
     # as the Core Profile stores every scalar it writes.
@@ -156,6 +165,16 @@ def write(env: MacroEnv, scope: Scope, key: str, value: Any, source: str) -> boo
             "(limit max_mutations)",
         )
         return False
+    if value is not _DELETE:
+        bad = first_non_finite(value)
+        if bad is not None:
+            # JSON has no NaN or Infinity: storage, exports and SQL would all break on it.
+            env.warn(
+                MACRO_NUMBER_NOT_FINITE,
+                f"write to '{key}' refused: {number_to_string(bad)} is not a finite number; "
+                f"'{key}' keeps its value",
+            )
+            return False
     store = store_of(env, scope)
     before = env.before_local if scope == "local" else env.before_global
     if key not in before:

@@ -22,6 +22,7 @@ from engine.variables.values import (
     NewLogEntry,
     Scope,
     VariableState,
+    check_storable,
 )
 
 
@@ -118,6 +119,8 @@ class VariableService:
         """Apply one explicit mutation now (logged, and materialised)."""
         if mutation.scope not in SCOPES:
             raise PageTransitionError(f"unknown variable scope {mutation.scope!r}")
+        if mutation.op == "set":
+            check_storable(mutation.key, mutation.value)
         if not mutation.key or len(mutation.key) > MAX_KEY_LENGTH:
             raise LimitExceededError(
                 f"variable name {mutation.key[:40]!r} must be 1..{MAX_KEY_LENGTH} long",

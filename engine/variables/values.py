@@ -7,10 +7,13 @@ write), so the history of any variable can be listed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal
+
+from engine.errors import EngineError
 
 Scope = Literal["page", "floor", "branch", "chat", "global"]
 MutationOp = Literal["set", "delete"]
@@ -26,6 +29,38 @@ MAX_KEY_LENGTH: Final = 200
 MAX_WRITES_PER_PAGE: Final = 10_000
 
 
+class VariableValueError(EngineError, ValueError):
+    """A value no variable may hold (a number that is not finite); refused before it is
+    staged or stored. Also a ValueError, so a tool call reports it to the model."""
+
+
+def first_non_finite(value: Any) -> float | None:
+    """The first NaN or infinite number inside ``value`` (a JSON-like value), else None.
+
+    JSON has no such numbers: stored, they make SQLite's JSON text invalid, PostgreSQL refuses
+    them and an export cannot be read back; so variables never hold them."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return item
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return None
+
+
+def check_storable(key: str, value: Any) -> None:
+    """Raise :class:`VariableValueError` when ``value`` cannot be stored in variable ``key``."""
+    bad = first_non_finite(value)
+    if bad is not None:
+        raise VariableValueError(
+            f"variable '{key[:MAX_KEY_LENGTH]}' cannot hold {bad!r}: only finite numbers are "
+            "stored (JSON has no NaN or Infinity)"
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Mutation:
     """One staged or explicit change of a variable; ``value`` is ignored for deletes."""
@@ -37,7 +72,10 @@ class Mutation:
 
     @classmethod
     def set(cls, scope: Scope, key: str, value: Any) -> Mutation:
-        """A ``set`` of ``key`` in ``scope``."""
+        """A ``set`` of ``key`` in ``scope``; a value no variable may hold (see
+        :func:`check_storable`) raises :class:`VariableValueError`. (Rows read back from
+        storage are built with the constructor, unchecked, so old data always loads.)"""
+        check_storable(key, value)
         return cls(op="set", scope=scope, key=key, value=value)
 
     @classmethod
