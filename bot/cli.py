@@ -18,6 +18,7 @@ from pathlib import Path
 from bot import cli_commands
 from bot.config import ConfigError, Settings, load_settings
 from engine.errors import EngineError
+from engine.redaction import RedactingFilter
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -55,6 +56,10 @@ def setup_logging(*, verbose: bool) -> None:
     )
     for name in OWN_LOGGERS:
         logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.INFO)
+    # HTTP libraries log request URLs at INFO/DEBUG: credentials in them are hidden.
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
 
 
 def settings_from(args: argparse.Namespace) -> Settings:

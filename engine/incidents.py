@@ -24,6 +24,9 @@ log = logging.getLogger("tavernbot.incidents")
 
 E = TypeVar("E", bound=InternalError)
 
+TURN_FAILED: Final = "the turn failed"
+"""What a user is told of a turn that failed for an unexpected reason (before its error id)."""
+
 
 def new_error_id() -> str:
     """A fresh error id (lower-case hex)."""
@@ -56,3 +59,12 @@ def shown_error(exc: BaseException, what: str, *, logger: logging.Logger | None 
     if isinstance(exc, EngineError):
         return redact_text(str(exc))
     return str(internal_error(exc, what, logger=logger))
+
+
+def failure_line(exc: BaseException, what: str, *, logger: logging.Logger | None = None) -> str:
+    """One line for a user about a failed action: ``"<What>: <shown error>"``, or the shown
+    error alone (capitalised) when it already begins with ``what``."""
+    shown = shown_error(exc, what, logger=logger)
+    if shown.lower().startswith(what.lower()):
+        return shown[:1].upper() + shown[1:]
+    return f"{what[:1].upper()}{what[1:]}: {shown}"

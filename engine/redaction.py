@@ -13,6 +13,7 @@ malformed URL, and a text without ``://`` is returned as it is.
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Final
 
@@ -33,7 +34,8 @@ SECRET_PARAM_WORDS: Final = (
 """A query or fragment parameter whose name contains one of these (any case) is hidden
 (``key``, ``api_key``, ``access_token``, ``password``, ``sig``, ``X-Amz-Signature``...)."""
 
-_URL: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s'\"<>`]+")
+# A URL ends before white space or quotes, and never on sentence punctuation.
+_URL: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s'\"<>`]*[^\s'\"<>`.,;:!?)\]}]")
 # The authority is everything up to the first "/", "?" or "#"; userinfo ends at its last "@".
 _USERINFO: Final = re.compile(r"^([^:]*://)([^/?#]*@)")
 _PARAM: Final = re.compile(r"([?&#;])([^=&#;?]*)=([^&#;]*)")
@@ -68,3 +70,22 @@ def redact_text(text: str) -> str:
     if "://" not in text:
         return text
     return _URL.sub(lambda m: redact_url(m.group(0)), text)
+
+
+class RedactingFilter(logging.Filter):
+    """A log handler filter that hides URL credentials in every record it passes, message and
+    traceback alike (HTTP libraries log the full request URL at INFO and DEBUG)."""
+
+    _formatter: Final = logging.Formatter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite ``record`` in place; never drops it."""
+        message = record.getMessage()
+        shown = redact_text(message)
+        if shown != message:
+            record.msg, record.args = shown, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self._formatter.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_text(record.exc_text)
+        return True

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import shlex
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, get_args
 
-from engine.errors import EngineError
+from engine.incidents import shown_error
 from engine.turns.api import (
     MAIN_BRANCH,
     AssetKind,
@@ -29,6 +30,7 @@ from engine.turns.api import (
 )
 from engine.turns.notes import describe_note, note_to_json, parse_note_command, summarize_note
 
+_log = logging.getLogger(__name__)
 SCOPES: tuple[str, ...] = get_args(Scope)
 HELP = (
     "commands: /info, /regen, /swipe < | >, /fork N, /branches, /switch NAME, /vars [SCOPE], "
@@ -114,8 +116,8 @@ class ConsoleFrontend:
                     self.key, self.branch, [line_value], on_text=self._on_text
                 )
             )
-        except EngineError as exc:
-            self._emit("error", message=str(exc))
+        except Exception as exc:  # one line with an error id, never a traceback or raw SQL
+            self._emit("error", message=shown_error(exc, "the command failed", logger=_log))
         return True
 
     async def _command(self, text: str) -> bool:

@@ -27,6 +27,7 @@ from adapters.discord.sessions import Binding, Sessions
 from adapters.discord.stream import Delivered, ReplyStream
 from adapters.discord.tasks import TaskOwner
 from engine.errors import EngineError
+from engine.incidents import TURN_FAILED, shown_error
 from engine.turns.api import PlatformRef, ReplyView, RoleplayService, SessionKey, UserLine
 
 _log = logging.getLogger(__name__)
@@ -237,7 +238,7 @@ class Turns:
     async def _fail(self, stream: ReplyStream, exc: EngineError) -> None:
         """Say in place (replacing any streamed text) that this floor got no reply."""
         with contextlib.suppress(EngineError):
-            await stream.finish(f"*(no reply: {exc})*")
+            await stream.finish(f"*(no reply: {shown_error(exc, TURN_FAILED, logger=_log)})*")
 
     @contextlib.asynccontextmanager
     async def _typing(self, place: Place) -> AsyncIterator[None]:

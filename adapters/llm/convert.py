@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.ports import ChatMessage, ChatRequest, ChatResult, ToolCall, Usage
+from engine.redaction import redact_text
 
 RESERVED_BODY_KEYS = frozenset(
     {"model", "messages", "stream", "stream_options", "tools", "stop", "max_tokens"}
@@ -170,8 +171,9 @@ class StreamAssembler:
 
 
 def scrub(text: str, secrets: Mapping[str, str]) -> str:
-    """Replace every secret value in ``text`` by its label (so a key never reaches a message)."""
+    """Replace every secret value in ``text`` by its label (so a key never reaches a message),
+    then hide the credentials of any URL left in it (:func:`engine.redaction.redact_text`)."""
     for value, label in secrets.items():
         if value:
             text = text.replace(value, label)
-    return text
+    return redact_text(text)

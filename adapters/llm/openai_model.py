@@ -30,6 +30,7 @@ from adapters.llm.retry import RetryPolicy, is_retryable_status, parse_retry_aft
 from adapters.llm.streams import ReplyStream
 from engine.errors import GenerationError
 from engine.ports import ChatChunk, ChatRequest, ChatResult
+from engine.redaction import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -75,14 +76,16 @@ class OpenAIChatModel:
         self._sleep = sleep
         self._jitter = jitter
         self._stream_usage = stream_usage
-        self._host = urlsplit(base_url).netloc or base_url
-        self._secrets = {api_key: "***"} if api_key else {}
+        # Errors name the server by host and port only: userinfo (user:password@) and the
+        # query string (?key=...) of the base URL never reach a message.
+        self._host = urlsplit(base_url).netloc.rpartition("@")[2] or redact_url(base_url)
+        self._secrets = _secrets_of(base_url, api_key)
         self._client = AsyncOpenAI(
             base_url=base_url, api_key=api_key or NO_API_KEY, max_retries=0, timeout=timeout_s
         )
 
     def __repr__(self) -> str:
-        return f"OpenAIChatModel(base_url={self.base_url!r}, model={self.model!r})"
+        return f"OpenAIChatModel(base_url={redact_url(self.base_url)!r}, model={self.model!r})"
 
     async def aclose(self) -> None:
         """Release the HTTP connection pool."""
@@ -198,7 +201,8 @@ class OpenAIChatModel:
                 return _Retryable(error, parse_retry_after(exc.response.headers))
             return error
         if isinstance(exc, openai.APIConnectionError):
-            error = GenerationError(f"connection to {where} failed: {exc.message}", retryable=True)
+            detail = scrub(exc.message, self._secrets)
+            error = GenerationError(f"connection to {where} failed: {detail}", retryable=True)
             return _Retryable(error, None)
         if isinstance(exc, openai.APIError):
             detail = scrub(exc.message, self._secrets)
@@ -212,6 +216,15 @@ class OpenAIChatModel:
         error = classified.error if isinstance(classified, _Retryable) else classified
         assert isinstance(error, GenerationError)
         return GenerationError(f"{error} (while streaming)", retryable=error.retryable)
+
+
+def _secrets_of(base_url: str, api_key: str | None) -> dict[str, str]:
+    """Every secret an error text might quote, with what it is replaced by: the API key and
+    the whole base URL (shown redacted), so a server or library echoing either hides it."""
+    secrets = {base_url: redact_url(base_url)} if redact_url(base_url) != base_url else {}
+    if api_key:
+        secrets[api_key] = "***"
+    return secrets
 
 
 def _status_detail(exc: openai.APIStatusError) -> str:

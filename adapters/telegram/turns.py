@@ -18,6 +18,7 @@ from adapters.telegram.keyboards import swipe_keyboard
 from adapters.telegram.sender import Place, ReplyWriter, drop_keyboard
 from adapters.telegram.state import ChatState, Shown
 from engine.errors import EngineError
+from engine.incidents import TURN_FAILED, failure_line
 from engine.turns.api import PlatformRef, ReplyView, RoleplayService, UserLine
 
 log = logging.getLogger("tavernbot.telegram.turns")
@@ -47,7 +48,7 @@ class Turns:
                     where.key, where.branch, lines, on_text=writer.on_text
                 )
             except EngineError as exc:
-                await writer.fail(f"The turn failed: {exc}")
+                await writer.fail(failure_line(exc, TURN_FAILED, logger=log))
                 return None
             await self._finish(bot, where, writer, view)
         await self._link_inputs(where, lines, view.floor)
@@ -85,7 +86,7 @@ class Turns:
                     where.key, where.branch, on_text=writer.on_text
                 )
             except EngineError as exc:
-                await writer.fail(f"Regenerating failed: {exc}")
+                await writer.fail(failure_line(exc, "regenerating failed", logger=log))
                 return None
             await self._finish(bot, where, writer, view)
         return view

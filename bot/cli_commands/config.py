@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from engine.redaction import redact_url
+
 
 def register(sub: Any) -> None:
     """Add the ``config`` command group."""
@@ -26,11 +28,11 @@ def _check(args: argparse.Namespace) -> int:
         )
         if token is not None
     ]
-    print(f"database: {settings.database.url}")
+    print(f"database: {redact_url(settings.database.url)}")
     print(
         "model: offline provider"
         if settings.uses_offline_model
-        else f"model: {settings.llm.model} at {settings.llm.base_url}"
+        else f"model: {settings.llm.model} at {redact_url(settings.llm.base_url)}"
     )
     print(f"platforms: {', '.join(platforms) or 'none (console)'}")
     return 0

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final, TextIO
 
+from engine.redaction import redact_text, redact_url
+
 DISCORD_TOKEN: Final = re.compile(r"^[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{20,}$")
 TELEGRAM_TOKEN: Final = re.compile(r"^\d{5,}:[A-Za-z0-9_-]{30,}$")
 ENDPOINT_TIMEOUT_S: Final = 10.0
@@ -75,12 +77,14 @@ async def _database(url: str, report: Report) -> None:
     from adapters.storage import create_engine
     from adapters.storage.migrate import current_revision, head_revision
 
-    shown = make_url(url).render_as_string(hide_password=True)
+    shown = redact_url(make_url(url).render_as_string(hide_password=True))
     engine = create_engine(url)
     try:
         current = await asyncio.wait_for(current_revision(engine), ENDPOINT_TIMEOUT_S)
     except Exception as exc:  # any driver error is reported, not raised
-        report.fail("database", f"cannot open {shown}: {type(exc).__name__}: {exc}")
+        report.fail(
+            "database", f"cannot open {shown}: {type(exc).__name__}: {redact_text(str(exc))}"
+        )
         return
     finally:
         await engine.dispose()
@@ -113,6 +117,7 @@ async def _endpoint(
     from openai import APIConnectionError, APIStatusError, AsyncOpenAI
 
     key = llm.api_key.get_secret_value() if llm.api_key is not None else "no-key"
+    where = redact_url(llm.base_url)
     api = (client or AsyncOpenAI)(base_url=llm.base_url, api_key=key, max_retries=0)
     try:
         page = await asyncio.wait_for(api.models.list(), ENDPOINT_TIMEOUT_S)
@@ -121,21 +126,21 @@ async def _endpoint(
         hint = {401: "the API key was refused", 403: "the API key may not list models"}
         report.fail(
             "model",
-            f"{llm.base_url} answered {exc.status_code}: "
+            f"{where} answered {exc.status_code}: "
             f"{hint.get(exc.status_code, 'see the server log')}",
         )
         return
     except (APIConnectionError, TimeoutError) as exc:
-        report.fail("model", f"cannot reach {llm.base_url}: {type(exc).__name__}")
+        report.fail("model", f"cannot reach {where}: {type(exc).__name__}")
         return
     finally:
         await api.close()
     if llm.model in names:
-        report.ok("model", f"{llm.base_url} serves {llm.model}")
+        report.ok("model", f"{where} serves {llm.model}")
     elif names:
         report.fail(
             "model",
-            f"{llm.base_url} does not list {llm.model!r}; it has {', '.join(names[:10])}",
+            f"{where} does not list {llm.model!r}; it has {', '.join(names[:10])}",
         )
     else:
-        report.warn("model", f"{llm.base_url} answered but lists no models")
+        report.warn("model", f"{where} answered but lists no models")

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.errors import EngineError, LimitExceededError, NotFoundError
-from engine.incidents import internal_error
+from engine.incidents import TURN_FAILED, internal_error
 from engine.memory.lineage import Viewpoint
 from engine.memory.scoping import viewpoint_for
 from engine.prompt.inputs import MemoryItem
@@ -43,7 +43,7 @@ from engine.turns.profiles import (
 )
 from engine.turns.tools import ToolBox, ToolEnv, ToolPolicy
 from engine.turns.views import committed_numbers, reply_view
-from engine.turns.workflow import TURN_FAILED, Generation, TurnOptions, generation_error
+from engine.turns.workflow import Generation, TurnOptions, generation_error
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from engine.errors import EngineError, GenerationError
 from engine.formats.regex_scripts import RegexScript
-from engine.incidents import shown_error
+from engine.incidents import TURN_FAILED, shown_error
 from engine.macros import Mutation as MacroMutation
 from engine.macros import Phase
 from engine.memory import extract_memory_tags
@@ -402,10 +402,6 @@ def _verdict(text: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         return {"verdict": "unknown", "notes": text[:MAX_INSTANCE_CHARS]}
     return {"verdict": str(data.get("verdict", "unknown")), "notes": str(data.get("notes", ""))}
-
-
-TURN_FAILED: Final = "the turn failed"
-"""What a user is told of a turn that failed for an unexpected reason (before its error id)."""
 
 
 def generation_error(exc: BaseException) -> str:
