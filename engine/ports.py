@@ -302,6 +302,8 @@ class WindowMessage(NamedTuple):
     speaker_name: str | None
     raw: str
     hidden: bool
+    speaker_id: str | None
+    """The platform user id of the speaker (personas are matched by it, never by name)."""
 
 
 class FloorRepository(Protocol):

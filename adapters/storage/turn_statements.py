@@ -46,6 +46,7 @@ MESSAGE_WINDOW = (
         MESSAGE.c.speaker_name,
         MESSAGE.c.raw,
         MESSAGE.c.hidden,
+        MESSAGE.c.speaker_id,
     )
     .where(MESSAGE.c.floor_id.in_(bindparam("floor_ids", expanding=True)))
     .order_by(MESSAGE.c.floor_id, MESSAGE.c.page_id.nulls_first(), MESSAGE.c.seq)

@@ -20,6 +20,8 @@ from engine.prompt.examples import split_example_block
 from engine.prompt.history import sanitize_name
 from engine.prompt.inchat import build_injections, section
 from engine.prompt.inputs import (
+    GAME_MASTER,
+    PLAYER,
     AssemblyInput,
     HistoryLine,
     MacroRenderer,
@@ -160,7 +162,7 @@ def _prefill_text(prep: Prepared) -> str:
         if prep.inp.generation_type == "impersonate"
         else preset.assistant_prefill
     )
-    return prep.render(raw, "preset.assistant_prefill").rstrip()
+    return prep.render(raw, "preset.assistant_prefill", origin=GAME_MASTER).rstrip()
 
 
 def _history_message(prep: Prepared, line: HistoryLine, index: int) -> IRMessage:
@@ -169,7 +171,8 @@ def _history_message(prep: Prepared, line: HistoryLine, index: int) -> IRMessage
     role = line.chat_role
     narrator = role == "system"
     ref = "input" if line.floor is None else str(line.floor)
-    text = prep.render(line.text, f"history.{ref}")
+    # Chat lines are typed by players (or written by a model players steer).
+    text = prep.render(line.text, f"history.{ref}", origin=PLAYER)
     name: str | None = None
     other = line.name != inp.user_name
     prefixed = (mode == NAMES_CONTENT and bool(line.name)) or (
@@ -189,7 +192,7 @@ def _history_message(prep: Prepared, line: HistoryLine, index: int) -> IRMessage
 
 
 def _utility(prep: Prepared, key: str, raw: str, identifier: str, **env: object) -> IRMessage:
-    text = prep.render(raw, f"preset.{key}", env or None)
+    text = prep.render(raw, f"preset.{key}", env or None, origin=GAME_MASTER)
     return IRMessage(
         role="system",
         content=text,
@@ -243,7 +246,7 @@ def _history(
 
     newest = prep.cursor.get(0)
     if newest is not None and not newest.is_user and preset.send_if_empty:
-        text = prep.render(preset.send_if_empty, "preset.send_if_empty")
+        text = prep.render(preset.send_if_empty, "preset.send_if_empty", origin=GAME_MASTER)
         take(priced(IRMessage(role="user", content=text, identifier="sendIfEmpty")))
     index = 0
     injected = 0
@@ -295,7 +298,9 @@ def _examples(
     prep: Prepared, budget: Budget, priced: Pricer, stats: dict[str, int]
 ) -> list[IRMessage]:
     inp = prep.inp
-    header_text = prep.render(inp.preset.new_example_chat_prompt, "preset.new_example_chat_prompt")
+    header_text = prep.render(
+        inp.preset.new_example_chat_prompt, "preset.new_example_chat_prompt", origin=GAME_MASTER
+    )
     out: list[IRMessage] = []
     blocks = 0
     for block in prep.example_blocks:

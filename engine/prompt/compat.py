@@ -13,7 +13,12 @@ from dataclasses import dataclass
 
 from engine.formats.preset import BUILTIN_IDS, PresetPrompt
 from engine.prompt.inchat import InChatPrompt, section
-from engine.prompt.inputs import NOTE_BEFORE_PROMPT, NOTE_IN_PROMPT, PERSONA_IN_PROMPT
+from engine.prompt.inputs import (
+    GAME_MASTER,
+    NOTE_BEFORE_PROMPT,
+    NOTE_IN_PROMPT,
+    PERSONA_IN_PROMPT,
+)
 from engine.prompt.ir import IRMessage, Section
 from engine.prompt.plan import Plan, Slot, SlotKind
 from engine.prompt.prepare import Prepared, Rendered
@@ -46,7 +51,10 @@ def marker_values(prep: Prepared) -> dict[str, Rendered]:
         if not value.text:
             return Rendered()
         # The value is already rendered: render only the format around it, never it twice.
-        pieces = [prep.render(piece, f"preset.{source}") for piece in fmt.split(token)]
+        pieces = [
+            prep.render(piece, f"preset.{source}", origin=GAME_MASTER)
+            for piece in fmt.split(token)
+        ]
         return Rendered(text=value.text.join(pieces), sections=value.sections)
 
     persona = f["persona"]
@@ -81,7 +89,11 @@ def _collection(prep: Prepared) -> tuple[list[_Item], set[str]]:
         included = slot.enabled and prompt.triggered_by(inp.generation_type)
         if not included and slot.identifier != "main":
             continue  # a disabled main keeps its place (extension prompts anchor to it)
-        text = prep.render(prompt.content, f"preset.{prompt.identifier}") if included else ""
+        text = (
+            prep.render(prompt.content, f"preset.{prompt.identifier}", origin=GAME_MASTER)
+            if included
+            else ""
+        )
         items.append(
             _Item(
                 prompt=prompt,
@@ -102,7 +114,7 @@ def _override(prep: Prepared, items: list[_Item], ident: str, field: str) -> Non
     item = _find(items, ident)
     if not raw or item is None or not item.included or item.prompt.forbid_overrides:
         return
-    text = prep.render(raw, f"card.{field}", {"original": item.content})
+    text = prep.render(raw, f"card.{field}", {"original": item.content}, origin=GAME_MASTER)
     item.content = text
     item.sections = (section("card", field, text),)
 
@@ -241,7 +253,9 @@ def add_controls(prep: Prepared, plan: Plan) -> None:
     """Prompts that always go last (impersonation)."""
     inp = prep.inp
     if inp.generation_type == "impersonate" and inp.preset.impersonation_prompt:
-        text = prep.render(inp.preset.impersonation_prompt, "preset.impersonation_prompt")
+        text = prep.render(
+            inp.preset.impersonation_prompt, "preset.impersonation_prompt", origin=GAME_MASTER
+        )
         plan.controls.append(
             IRMessage(
                 role="system",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Final, Literal, Protocol, runtime_checkable
 
 from engine.formats.cards import CharacterCard
 from engine.formats.preset import Preset
@@ -35,13 +35,36 @@ NOTE_BEFORE_PROMPT = 2
 ROLE_BY_NUMBER: tuple[Role, ...] = ("system", "user", "assistant")
 MemoryPosition = Literal["before_chat", "after_worldinfo", "before_jailbreak"]
 
+Origin = Literal["player", "game_master"]
+"""Who wrote a text that enters an assembly, which decides what its macros may do (DESIGN
+section 10, "Who may write"). It is decided where the text enters and travels with every
+render call:
+
+- ``player``: anything a player can type (chat messages, the new input, persona names and
+  descriptions, display names, and chat text reaching a regex script through its captures).
+  Its macros run under the session's ``macro_mode``: ``read_only`` by default (write macros
+  stay raw with a warning), ``full`` or ``off``.
+- ``game_master``: assets a game master bound (card, preset, world books, regex scripts, a
+  prompt graph) and the Author's Note a game master set. Its macros may write.
+"""
+PLAYER: Final[Origin] = "player"
+GAME_MASTER: Final[Origin] = "game_master"
+
 
 class MacroRenderer(Protocol):
     """Expands macros in one piece of prompt text. ``source`` names the text (``preset.main``,
-    ``card.description``, ``world.<book>.<uid>``...) for warnings and traces; ``env`` adds
-    call-specific values such as ``original`` or ``outlets``."""
+    ``card.description``, ``world.<book>.<uid>``...) for warnings and traces; ``origin`` says
+    who wrote it (see :data:`Origin`); ``env`` adds call-specific values such as ``original``
+    or ``outlets``."""
 
-    def render(self, text: str, *, source: str, env: Mapping[str, object] | None = None) -> str:
+    def render(
+        self,
+        text: str,
+        *,
+        source: str,
+        origin: Origin,
+        env: Mapping[str, object] | None = None,
+    ) -> str:
         """The text with macros expanded."""
         ...
 
@@ -51,11 +74,20 @@ class EscapingMacroRenderer(Protocol):
     """A :class:`MacroRenderer` that can also escape every macro's value (needed for a regex
     script's find pattern with ``substituteRegex`` = 2)."""
 
-    def render(self, text: str, *, source: str, env: Mapping[str, object] | None = None) -> str:
+    def render(
+        self,
+        text: str,
+        *,
+        source: str,
+        origin: Origin,
+        env: Mapping[str, object] | None = None,
+    ) -> str:
         """The text with macros expanded."""
         ...
 
-    def render_escaped(self, text: str, *, source: str, escape: Callable[[str], str]) -> str:
+    def render_escaped(
+        self, text: str, *, source: str, origin: Origin, escape: Callable[[str], str]
+    ) -> str:
         """The text with macros expanded, each value passed through ``escape``."""
         ...
 
@@ -63,11 +95,20 @@ class EscapingMacroRenderer(Protocol):
 class RawMacros:
     """A renderer that leaves text unchanged (no macro engine wired in)."""
 
-    def render(self, text: str, *, source: str, env: Mapping[str, object] | None = None) -> str:
+    def render(
+        self,
+        text: str,
+        *,
+        source: str,
+        origin: Origin,
+        env: Mapping[str, object] | None = None,
+    ) -> str:
         """``text`` as is."""
         return text
 
-    def render_escaped(self, text: str, *, source: str, escape: Callable[[str], str]) -> str:
+    def render_escaped(
+        self, text: str, *, source: str, origin: Origin, escape: Callable[[str], str]
+    ) -> str:
         """``text`` as is (there are no macro values to escape)."""
         return text
 

@@ -4,17 +4,37 @@ One :class:`EngineMacros` serves one assembly: every prompt text is evaluated on
 :class:`~engine.macros.MacroContext` (so a ``{{setvar}}`` in the preset is visible to later
 texts, as in SillyTavern), and the warnings, traces and mutations of every call are collected
 with the source of the text that produced them.
+
+What a text's macros may do follows from who wrote it (:data:`~engine.prompt.inputs.Origin`,
+given with every call): a game master's assets run with full access, player text under the
+session's ``macro_mode``. The page's writes share one budget, :data:`MAX_WRITES_PER_PAGE`:
+past it, writes are refused with a warning and the turn still commits.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from engine.macros import CardFields, ChatMessage, MacroContext, evaluate, is_plain_text
-from engine.macros.diagnostics import MacroTrace, MacroWarning, Mutation, Phase
-from engine.prompt.inputs import CharacterFields, HistoryLine, Persona
+from engine.macros import (
+    DEFAULT_LIMITS,
+    CardFields,
+    ChatMessage,
+    MacroContext,
+    evaluate,
+    is_plain_text,
+)
+from engine.macros.diagnostics import (
+    MACRO_MUTATION_LIMIT_EXCEEDED,
+    MacroTrace,
+    MacroWarning,
+    Mutation,
+    Phase,
+)
+from engine.prompt.inputs import GAME_MASTER, PLAYER, CharacterFields, HistoryLine, Origin, Persona
+from engine.variables.values import MAX_WRITES_PER_PAGE
 
 # How many recent messages the macro context carries ({{lastMessage}} and friends need only
 # the newest ones; the chat itself is never loaded whole).
@@ -37,8 +57,33 @@ class Diagnostic:
         return out
 
 
+PLAYER_ACCESS_MODES: tuple[str, ...] = ("read_only", "full", "off")
+"""The session's ``macro_mode`` values: what player text's macros may do."""
+
+_BRACE = re.compile(r"[{}]")
+
+
+def player_access(macro_mode: str) -> str:
+    """The macro access of player text under the session's ``macro_mode``; anything unknown
+    is the safe ``read_only``."""
+    return macro_mode if macro_mode in PLAYER_ACCESS_MODES else "read_only"
+
+
+def escape_macros(text: str) -> str:
+    """``text`` with every brace escaped, so evaluating it again gives it back unchanged (the
+    macro engine's post-processing removes the escapes) and runs none of its macros."""
+    return _BRACE.sub(lambda m: "\\" + m.group(0), text)
+
+
 class EngineMacros:
-    """Renders prompt text with :func:`engine.macros.evaluate` in one phase."""
+    """Renders prompt text with :func:`engine.macros.evaluate` in one phase.
+
+    ``player_access`` is the session's ``macro_mode`` (``read_only``, ``full`` or ``off``):
+    what the macros of player text may do. A game master's text always runs with full access.
+    The persona description in the context (``{{persona}}``) is player text: it is rendered
+    here once under ``player_access`` and kept escaped, so a preset's ``{{persona}}`` shows it
+    without running its macros a second time with the preset's access.
+    """
 
     def __init__(
         self,
@@ -46,33 +91,50 @@ class EngineMacros:
         *,
         phase: Phase,
         trace: bool = False,
-        history_access: str = "read_only",
+        player_access: str = "read_only",
     ) -> None:
         self.context = context
         self.phase: Phase = phase
         self.trace = trace
-        # Chat messages are text people (or the model) typed: by default their write macros
-        # stay raw (DESIGN §4); the session may choose "full" or "off".
-        self.history_access = history_access
+        self.player_access = player_access
         self.warnings: list[Diagnostic] = []
         self.traces: list[Diagnostic] = []
         self.mutations: list[Diagnostic] = []
+        self.max_writes = MAX_WRITES_PER_PAGE
+        persona = context.card.persona
+        if persona and self.player_access != "full":
+            quiet = evaluate(persona, context, phase=phase, access=self.player_access)
+            context.card = replace(context.card, persona=escape_macros(quiet.text))
 
-    def render(self, text: str, *, source: str, env: Mapping[str, object] | None = None) -> str:
-        """The text with macros expanded; ``env`` may carry ``original``, ``outlets`` and
-        call-local values (such as ``lastChatMessage``)."""
-        return self._evaluate(text, source=source, env=env, escape=None)
+    def access_of(self, origin: Origin) -> str:
+        """The macro access of a text written by ``origin``."""
+        return "full" if origin == GAME_MASTER else self.player_access
 
-    def render_escaped(self, text: str, *, source: str, escape: Callable[[str], str]) -> str:
+    def render(
+        self,
+        text: str,
+        *,
+        source: str,
+        origin: Origin,
+        env: Mapping[str, object] | None = None,
+    ) -> str:
+        """The text with macros expanded under ``origin``'s access; ``env`` may carry
+        ``original``, ``outlets`` and call-local values (such as ``lastChatMessage``)."""
+        return self._evaluate(text, source=source, origin=origin, env=env, escape=None)
+
+    def render_escaped(
+        self, text: str, *, source: str, origin: Origin, escape: Callable[[str], str]
+    ) -> str:
         """The text with macros expanded and ``escape`` applied to each macro's value (a regex
         script's find pattern with ``substituteRegex`` = 2 needs the values regex-escaped)."""
-        return self._evaluate(text, source=source, env=None, escape=escape)
+        return self._evaluate(text, source=source, origin=origin, env=None, escape=escape)
 
     def _evaluate(
         self,
         text: str,
         *,
         source: str,
+        origin: Origin,
         env: Mapping[str, object] | None,
         escape: Callable[[str], str] | None,
     ) -> str:
@@ -85,20 +147,46 @@ class EngineMacros:
             self.context.outlets = {str(k): str(v) for k, v in outlets.items()}
         original = env.get("original")
         dynamic = {k: v for k, v in env.items() if k not in ("outlets", "original")}
+        # Every text of the page draws on one write budget: the commit refuses a page with
+        # more than MAX_WRITES_PER_PAGE writes, so past it a write is refused here instead.
+        left = max(0, self.max_writes - len(self.mutations))
+        limits = replace(DEFAULT_LIMITS, max_mutations=min(DEFAULT_LIMITS.max_mutations, left))
         result = evaluate(
             text,
             self.context,
             phase=self.phase,
+            limits=limits,
             original=original if isinstance(original, str) else None,
             dynamic_macros=dynamic or None,
             post_process=escape,
             trace=self.trace,
-            access=self.history_access if source.startswith("history.") else "full",
+            access=self.access_of(origin),
         )
         self.warnings.extend(Diagnostic(source=source, item=w) for w in result.warnings)
         self.traces.extend(Diagnostic(source=source, item=t) for t in result.traces)
         self.mutations.extend(Diagnostic(source=source, item=m) for m in result.mutations)
+        if left < DEFAULT_LIMITS.max_mutations and any(
+            w.code == MACRO_MUTATION_LIMIT_EXCEEDED for w in result.warnings
+        ):
+            self.warnings.append(
+                Diagnostic(
+                    source=source,
+                    item=MacroWarning(
+                        code=MACRO_MUTATION_LIMIT_EXCEEDED,
+                        message=(
+                            f"this page already staged {self.max_writes} variable writes "
+                            f"(MAX_WRITES_PER_PAGE={MAX_WRITES_PER_PAGE}); later writes refused"
+                        ),
+                        position=0,
+                    ),
+                )
+            )
         return result.text
+
+    @property
+    def staged_writes(self) -> int:
+        """How many variable writes the page's macros staged so far."""
+        return len(self.mutations)
 
 
 def macro_context(

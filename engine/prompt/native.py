@@ -17,6 +17,7 @@ from engine.errors import FormatError
 from engine.formats.preset import Preset
 from engine.prompt.compat import add_controls, add_memory, anchor_note, format_world_info
 from engine.prompt.inchat import InChatPrompt, section
+from engine.prompt.inputs import GAME_MASTER
 from engine.prompt.ir import IRMessage, Role, Section
 from engine.prompt.plan import Plan, Slot
 from engine.prompt.prepare import Prepared
@@ -179,7 +180,7 @@ def _node_text(
     wi = prep.world_info
     kind = node.kind
     if kind in ("static_text", "variable_template"):
-        text = prep.render(node.text, f"graph.{node.id}")
+        text = prep.render(node.text, f"graph.{node.id}", origin=GAME_MASTER)
         return text, (section("graph", node.id, text),)
     if kind == "character":
         if node.field not in CHARACTER_FIELDS:
@@ -187,7 +188,7 @@ def _node_text(
             return "", ()
         value = prep.fields[node.field]
         if node.field in ("system_prompt", "post_history_instructions"):
-            text = prep.render(value.text, f"card.{node.field}")
+            text = prep.render(value.text, f"card.{node.field}", origin=GAME_MASTER)
             return text, (section("card", node.field, text),)
         return value.text, value.sections
     if kind == "persona":

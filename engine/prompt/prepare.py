@@ -17,9 +17,12 @@ from engine.prompt.inputs import (
     PERSONA_TOP_AN,
     PLACEMENT_WORLD_INFO,
     ROLE_BY_NUMBER,
+    GAME_MASTER,
+    PLAYER,
     AssemblyInput,
     HistoryLine,
     MacroRenderer,
+    Origin,
     PromptRegex,
 )
 from engine.prompt.ir import Role, Section
@@ -56,12 +59,19 @@ class Prepared:
     warnings: list[str] = field(default_factory=list)
     env: dict[str, object] = field(default_factory=dict)
 
-    def render(self, text: str, source: str, env: Mapping[str, object] | None = None) -> str:
-        """Expand macros (empty text skips the renderer)."""
+    def render(
+        self,
+        text: str,
+        source: str,
+        env: Mapping[str, object] | None = None,
+        *,
+        origin: Origin,
+    ) -> str:
+        """Expand macros under ``origin``'s access (empty text skips the renderer)."""
         if not text:
             return ""
         merged = {**self.env, **env} if env else self.env
-        return self.macros.render(text, source=source, env=merged)
+        return self.macros.render(text, source=source, origin=origin, env=merged)
 
 
 def note_due(interval: int, user_messages: int) -> bool:
@@ -120,15 +130,21 @@ def prepare(
     for name, value in raw_fields.items():
         # The two override fields are rendered by the planner, with {{original}} bound.
         late = name in ("system_prompt", "post_history_instructions")
-        text = (value if late else prep.render(value, f"card.{name}")).replace("\r", "")
+        if not late:
+            value = prep.render(value, f"card.{name}", origin=GAME_MASTER)
+        text = value.replace("\r", "")
         prep.fields[name] = Rendered(text=text, sections=(section("card", name, text),))
-    persona_text = prep.render(inp.persona.description, "persona")
+    # A persona is typed by its player (Discord /persona set, Telegram's persona command).
+    persona_text = prep.render(inp.persona.description, "persona", origin=PLAYER)
     prep.fields["persona"] = Rendered(
         text=persona_text, sections=(section("persona", inp.user_name, persona_text),)
     )
     note = inp.author_note
     users = inp.history.user_messages + (1 if inp.user_input is not None else 0)
-    note_text = prep.render(note.text, "author_note") if note is not None else ""
+    # Only a game master sets the Author's Note (or imports a chat that carries one).
+    note_text = (
+        prep.render(note.text, "author_note", origin=GAME_MASTER) if note is not None else ""
+    )
     prep.note_inserted = bool(note and note_text.strip() and note_due(note.interval, users))
     _scan(prep, regex, note_text)
     _author_note(prep, note_text)
@@ -173,7 +189,7 @@ def _scan(prep: Prepared, regex: PromptRegex, note_text: str) -> None:
     )
     prep.world_info = scan_world_info(
         request,
-        render=lambda text, source: prep.render(text, source),
+        render=lambda text, source: prep.render(text, source, origin=GAME_MASTER),
         count_tokens=prep.counter.count,
         regex=lambda text, depth: regex(text, placement=PLACEMENT_WORLD_INFO, depth=depth),
     )

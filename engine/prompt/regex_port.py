@@ -15,14 +15,17 @@ from engine.formats.regex_scripts import RegexScript
 from engine.prompt.inputs import (
     PLACEMENT_AI_OUTPUT,
     PLACEMENT_USER_INPUT,
+    GAME_MASTER,
+    PLAYER,
     EscapingMacroRenderer,
     MacroRenderer,
+    Origin,
 )
 from engine.prompt.regex_run import REGEX_TIMEOUT_S, RegexWarning, apply_scripts
 
-# Chat text reaches the macro engine through a script's captures: it is rendered under the
-# session's history access (write macros typed in chat stay raw by default), like the
-# messages themselves.
+# Chat text reaches the macro engine through a script's captures: it is rendered as player
+# text (write macros typed in chat stay raw by default), like the messages themselves. Other
+# placements (world info) carry only game masters' text.
 CHAT_PLACEMENTS = (PLACEMENT_USER_INPUT, PLACEMENT_AI_OUTPUT)
 
 
@@ -35,16 +38,19 @@ class ScriptMacros:
     than splice unescaped text (a name like ``A.B+``) into a regex.
     """
 
-    def __init__(self, macros: MacroRenderer, *, source: str) -> None:
+    def __init__(self, macros: MacroRenderer, *, source: str, origin: Origin) -> None:
         self.macros = macros
         self.source = source
+        self.origin: Origin = origin
 
     def __call__(self, text: str, /, *, escape: Callable[[str], str] | None = None) -> str:
         """``text`` with macros expanded (values escaped when ``escape`` is given)."""
         if escape is None:
-            return self.macros.render(text, source=self.source)
+            return self.macros.render(text, source=self.source, origin=self.origin)
         if isinstance(self.macros, EscapingMacroRenderer):
-            return self.macros.render_escaped(text, source=self.source, escape=escape)
+            return self.macros.render_escaped(
+                text, source=self.source, origin=self.origin, escape=escape
+            )
         return text
 
 
@@ -63,8 +69,8 @@ class ScriptRegex:
         self.scripts = tuple(scripts)
         self.timeout_s = timeout_s
         self.warnings: list[RegexWarning] = []
-        self._chat = ScriptMacros(macros, source="history.regex")
-        self._other = ScriptMacros(macros, source="regex")
+        self._chat = ScriptMacros(macros, source="history.regex", origin=PLAYER)
+        self._other = ScriptMacros(macros, source="regex", origin=GAME_MASTER)
 
     def __call__(self, text: str, *, placement: int, depth: int | None) -> str:
         """The text after the eligible scripts."""

@@ -105,9 +105,9 @@ class ServiceBase:
             self._branches[(session_id, name)] = found
         return found
 
-    async def _persona_description(self, realm_id: int, user_name: str) -> str:
-        """The persona description of the player named ``user_name`` ("" when none); the
-        front-end operations know personas and override this."""
+    async def _persona_description(self, realm_id: int, user_id: str | None) -> str:
+        """The persona description of the player with platform user id ``user_id`` ("" when
+        none); the front-end operations know personas and override this."""
         return ""
 
     async def _settings(self, session_id: int) -> Session:

@@ -99,6 +99,9 @@ class TurnRead:
     state: VariableState
     timed_state: TimedState
     branches: tuple[Branch, ...] = ()
+    user_id: str | None = None
+    """The platform user id of the speaker answered (the floor's last speaker; for a dry run,
+    the branch's): their persona is found by it, never by a name anyone can take."""
 
 
 class ParsedAssets:
@@ -312,11 +315,12 @@ async def read_turn(
     own = mode in ("respond", "regenerate")
     messages = await uow.messages.window([p.floor_id for p in pairs] + ([floor.id] if own else []))
     inputs = [m for m in messages if m.floor_id == floor.id and m.page_id is None and not m.hidden]
+    # The floor's last speaker; for a dry run, the branch's last speaker.
+    spoken = [m for m in inputs if m.role == "user" and m.speaker_name]
+    spoken = spoken or [m for m in messages if m.role == "user" and m.speaker_name]
+    user_id = spoken[-1].speaker_id if spoken else None
     if user_name is None:
-        # The floor's last speaker; for a dry run, the branch's last speaker.
-        named = [m.speaker_name for m in inputs if m.role == "user" and m.speaker_name]
-        named = named or [m.speaker_name for m in messages if m.role == "user" and m.speaker_name]
-        user_name = named[-1] if named else "User"
+        user_name = (spoken[-1].speaker_name if spoken else None) or "User"
     lines = history_lines(pairs, messages, user_name=user_name, char_name=char_name)
     # The timed state comes from the page seen on floor ``last`` (the floor before, or the
     # floor a continue extends): the only page whose meta the window read.
@@ -368,6 +372,7 @@ async def read_turn(
         state=state,
         timed_state=timed,
         branches=tuple(branches),
+        user_id=user_id,
     )
 
 

@@ -127,12 +127,14 @@ class FrontEndOps(SessionOps):
             self._personas[realm_id] = found
         return found
 
-    async def _persona_description(self, realm_id: int, user_name: str) -> str:
-        """The description of the persona named ``user_name`` in the realm."""
-        for name, description in (await self._realm_personas(realm_id)).values():
-            if name == user_name:
-                return description
-        return ""
+    async def _persona_description(self, realm_id: int, user_id: str | None) -> str:
+        """The description of the persona of platform user ``user_id`` in the realm. Only the
+        id counts: a display name is anyone's to take, so another player named like a persona
+        never gets its description."""
+        if user_id is None:
+            return ""
+        found = (await self._realm_personas(realm_id)).get(user_id)
+        return found[1] if found is not None else ""
 
     async def _as_personas(self, ids: SessionIds, lines: Sequence[UserLine]) -> list[UserLine]:
         """The lines with each speaker named by their persona, where they have one."""

@@ -311,7 +311,7 @@ async def dry_run(
             stages=("narrator",),
             snapshot=service._snapshot(session, read.assets.profiles),
             phase="dry_run",
-            persona=await service._persona_description(session.realm_id, read.user_name),
+            persona=await service._persona_description(session.realm_id, read.user_id),
         ),
         model_for=service.model_for,
         tools=ToolBox(

@@ -237,7 +237,7 @@ def test_continue_with_nudge_or_prefill() -> None:
     )
 
     class Last:
-        def render(self, text: str, *, source: str, env=None) -> str:  # type: ignore[no-untyped-def]
+        def render(self, text: str, *, source: str, origin: str, env=None) -> str:  # type: ignore[no-untyped-def]
             return text.replace("{{lastChatMessage}}", str((env or {}).get("lastChatMessage", "")))
 
     def go(q):  # type: ignore[no-untyped-def]

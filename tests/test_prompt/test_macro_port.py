@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from engine.formats.worldbook import POS_OUTLET
 from engine.prompt.assemble import assemble
-from engine.prompt.inputs import AssemblyInput, CharacterFields
+from engine.prompt.inputs import GAME_MASTER, PLAYER, AssemblyInput, CharacterFields
 from engine.prompt.macro_port import MACRO_CHAT_TAIL, EngineMacros, macro_context
 from engine.prompt.wi_sources import BookSource
 from tests.test_prompt.helpers import chat, preset
@@ -51,7 +51,7 @@ def test_dry_run_phase_reports_preview_writes() -> None:
     macros = EngineMacros(
         macro_context(CharacterFields(name="Sera"), user_name="Ann"), phase="dry_run"
     )
-    assert macros.render("{{setvar::x::1}}ok", source="t") == "ok"
+    assert macros.render("{{setvar::x::1}}ok", source="t", origin=GAME_MASTER) == "ok"
     assert [w.item.code for w in macros.warnings] == ["macro_preview_side_effect_suppressed"]
     assert macros.warnings[0].to_json()["source"] == "t"
 
@@ -59,10 +59,11 @@ def test_dry_run_phase_reports_preview_writes() -> None:
 def test_chat_messages_are_read_only_by_default() -> None:
     context = macro_context(CharacterFields(name="Sera"), user_name="Ann")
     macros = EngineMacros(context, phase="assemble")
-    out = macros.render("{{setvar::x::1}}{{char}}", source="history.input")
+    out = macros.render("{{setvar::x::1}}{{char}}", source="history.input", origin=PLAYER)
     assert out == "{{setvar::x::1}}Sera" and not macros.mutations
     assert "macro_write_forbidden" in [w.item.code for w in macros.warnings]  # type: ignore[union-attr]
-    full = EngineMacros(context, phase="assemble", history_access="full")
-    assert full.render("{{setvar::x::1}}ok", source="history.3") == "ok" and full.mutations
-    off = EngineMacros(context, phase="assemble", history_access="off")
-    assert off.render("{{char}}", source="history.3") == "{{char}}"
+    full = EngineMacros(context, phase="assemble", player_access="full")
+    assert full.render("{{setvar::x::1}}ok", source="history.3", origin=PLAYER) == "ok"
+    assert full.mutations
+    off = EngineMacros(context, phase="assemble", player_access="off")
+    assert off.render("{{char}}", source="history.3", origin=PLAYER) == "{{char}}"

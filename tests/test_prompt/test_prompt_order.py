@@ -110,7 +110,7 @@ def test_card_overrides_main_and_jailbreak_with_original() -> None:
     )
 
     class Originals:
-        def render(self, text: str, *, source: str, env=None) -> str:  # type: ignore[no-untyped-def]
+        def render(self, text: str, *, source: str, origin: str, env=None) -> str:  # type: ignore[no-untyped-def]
             return text.replace("{{original}}", str((env or {}).get("original", "")))
 
     from engine.prompt.assemble import assemble

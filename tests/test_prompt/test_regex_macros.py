@@ -10,10 +10,12 @@ from engine.formats.regex_scripts import RegexScript
 from engine.formats.worldbook import POS_BEFORE
 from engine.prompt.assemble import AssemblyResult, assemble
 from engine.prompt.inputs import (
+    GAME_MASTER,
     AssemblyInput,
     CharacterFields,
     HistoryLine,
     ListHistory,
+    Origin,
 )
 from engine.prompt.macro_port import EngineMacros, macro_context
 from engine.prompt.regex_port import ScriptMacros, ScriptRegex
@@ -107,12 +109,19 @@ def test_a_broken_script_is_reported_once_with_its_name_once() -> None:
 class _PlainRenderer:
     """A renderer that cannot escape values."""
 
-    def render(self, text: str, *, source: str, env: Mapping[str, object] | None = None) -> str:
+    def render(
+        self,
+        text: str,
+        *,
+        source: str,
+        origin: Origin,
+        env: Mapping[str, object] | None = None,
+    ) -> str:
         return text.replace("{{char}}", "A.B+")
 
 
 def test_a_renderer_that_cannot_escape_leaves_the_pattern_as_written() -> None:
-    macros = ScriptMacros(_PlainRenderer(), source="regex")
+    macros = ScriptMacros(_PlainRenderer(), source="regex", origin=GAME_MASTER)
     assert macros("{{char}}") == "A.B+"
     assert macros("{{char}}", escape=sanitize_regex_macro) == "{{char}}"
 
