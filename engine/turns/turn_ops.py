@@ -208,7 +208,7 @@ class TurnOps(ServiceBase):
             seed=f"{session.id}:{branch.id}:{floor.seq}:{page.number}",
             memory=memory_items,
             memory_after_commit=self.memory is not None,
-            persona=await self._persona_description(ids.realm_id, read.user_name),
+            persona=await self._persona_description(ids.realm_id, read.user_id),
         )
         tools = ToolBox(
             ToolPolicy.from_json(

@@ -39,7 +39,7 @@ from engine.prompt.inputs import (
     MemoryItem,
     Persona,
 )
-from engine.prompt.macro_port import EngineMacros, macro_context
+from engine.prompt.macro_port import EngineMacros, macro_context, player_access
 from engine.prompt.regex_run import Channel, apply_scripts
 from engine.prompt.tokens import counter_for_model
 from engine.redaction import redact_text
@@ -213,7 +213,7 @@ class Generation:
         macros = EngineMacros(
             context,
             phase=self.options.phase,
-            history_access=_access(self.options.macro_mode),
+            player_access=player_access(self.options.macro_mode),
             trace=self.options.phase == "dry_run",
         )
         generation_type = {"regenerate": "regenerate", "continue": "continue"}.get(
@@ -388,10 +388,6 @@ class Generation:
         if run.text != text:
             self.emit("regex.applied", channel=channel, before=text, after=run.text)
         return run.text
-
-
-def _access(macro_mode: str) -> str:
-    return {"full": "full", "off": "off"}.get(macro_mode, "read_only")
 
 
 def _verdict(text: str) -> dict[str, Any]:
