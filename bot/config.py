@@ -13,9 +13,11 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from engine.redaction import redact_text
 
 DEFAULT_CONFIG_FILE = Path("tavernbot.toml")
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/tavernbot.db"
@@ -29,6 +31,10 @@ ENV_OVERRIDES: Mapping[str, tuple[str, str]] = {
     "DATABASE_URL": ("database", "url"),
     "TAVERNBOT_SECRET_KEY": ("security", "secret_key"),
 }
+
+
+SECRET_KEY_WORDS: Final = ("token", "key", "secret", "password")
+"""A setting whose name contains one of these never has its value echoed in an error."""
 
 
 class ConfigError(Exception):
@@ -147,31 +153,47 @@ def load_settings(
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
     # A provider left unset becomes "openai" as soon as an endpoint is given by the env.
+    origins: dict[tuple[str, str], str] = {}
     for var, (section, key) in ENV_OVERRIDES.items():
         value = env.get(var)
         if value:
             target = raw.setdefault(section, {})
             if not isinstance(target, dict):
-                raise ConfigError(f"{source}: [{section}] must be a table, got {target!r}")
+                raise ConfigError(
+                    f"{source}: [{section}] must be a table, got {type(target).__name__}"
+                )
             target[key] = value
+            origins[(section, key)] = f"environment variable {var}"
             if var == "LLM_BASE_URL" and "provider" not in target:
                 target["provider"] = "openai"
     try:
         return Settings.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, source)) from exc
+        raise ConfigError(_describe(exc, source, origins)) from None
 
 
-def _describe(exc: ValidationError, source: str) -> str:
-    """One line: which key, what value, what is allowed (the first error pydantic found)."""
+def _describe(exc: ValidationError, source: str, origins: Mapping[tuple[str, str], str]) -> str:
+    """One line: where the bad value came from (the file, or the environment variable that
+    set it), which key, what value and what is allowed (the first error pydantic found).
+
+    Values never leak secrets: an unknown key's value is not repeated at all (a misspelt
+    ``apikey`` holds a key), a secret-looking key's value is ``***``, and a URL is shown with
+    its credentials hidden."""
     err = exc.errors()[0]
-    key = ".".join(str(part) for part in err["loc"])
-    value = err.get("input")
+    loc = tuple(str(part) for part in err["loc"])
+    key = ".".join(loc)
+    where = origins.get((loc[0], loc[1]), source) if len(loc) >= 2 else source
     kind = err["type"]
     if kind == "extra_forbidden":
-        return f"{source}: unknown key '{key}' (value {value!r}); see config.example.toml"
+        return f"{where}: unknown key '{key}' (value not shown); see config.example.toml"
     allowed = err["msg"]
     if isinstance(allowed, str) and allowed.startswith("Value error, "):
         allowed = allowed.removeprefix("Value error, ")
-    shown = "***" if key.endswith(("token", "api_key", "secret_key")) else repr(value)
-    return f"{source}: invalid value {shown} for '{key}': {allowed}"
+    return f"{where}: invalid value {_shown_value(key, err.get('input'))} for '{key}': {allowed}"
+
+
+def _shown_value(key: str, value: Any) -> str:
+    """How a bad value may be echoed: ``***`` for a secret, a URL without its credentials."""
+    if any(word in key.lower() for word in SECRET_KEY_WORDS):
+        return "***"
+    return repr(redact_text(value)) if isinstance(value, str) else repr(value)
