@@ -93,6 +93,8 @@ class Application:
                 self.settings.database.url, echo=self.settings.database.echo
             )
             self.stack.push_async_callback(self.storage.close)
+            # Runs after the owned tasks (the heartbeat among them) were cancelled.
+            self.stack.push_async_callback(self._release_lease)
             self.stack.push_async_callback(self.pool.aclose)
             self.stack.push_async_callback(self._cancel_tasks)
             environ = dict(os.environ)
@@ -121,6 +123,8 @@ class Application:
                 memory=memory,
             )
             failed = await self._service.start(only=self.recover_only)
+            # The lease keeps this process's turns safe from another process's recovery.
+            self.spawn(self._service.keep_lease(), name="lease-heartbeat")
             self.stack.push_async_callback(self._service.aclose)
             scheduler = await start_memory_jobs(memory, timeline=self._service.timeline)
             self.stack.push_async_callback(scheduler.shutdown)
@@ -141,6 +145,14 @@ class Application:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return task
+
+    async def _release_lease(self) -> None:
+        if self._service is None:
+            return
+        try:
+            await self._service.release_lease()
+        except Exception:  # the lease expires by itself; closing must go on
+            log.exception("could not release this process's lease")
 
     async def _cancel_tasks(self) -> None:
         tasks = list(self.tasks)

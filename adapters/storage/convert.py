@@ -69,6 +69,7 @@ def floor(row: Row[Any]) -> Floor:
         error=row.error,
         created_at=aware(row.created_at),
         updated_at=aware(row.updated_at),
+        owner=row.owner,
     )
 
 
@@ -82,6 +83,7 @@ def page(row: Row[Any]) -> Page:
         error=row.error,
         meta=dict(row.meta or {}),
         created_at=aware(row.created_at),
+        owner=row.owner,
     )
 
 

@@ -107,6 +107,8 @@ class FloorRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # The process lease that opened the floor (NULL on floors older than leases).
+    owner: Mapped[str | None] = mapped_column(String(64))
 
 
 class PageRow(Base):
@@ -121,6 +123,8 @@ class PageRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # The process lease generating the page (NULL on pages older than leases).
+    owner: Mapped[str | None] = mapped_column(String(64))
 
 
 class MessageRow(Base):
@@ -154,6 +158,20 @@ class PlatformLinkRow(Base):
     floor_id: Mapped[int] = mapped_column(ForeignKey("floor.id"))
     page_id: Mapped[int | None] = mapped_column(ForeignKey("page.id"))
     role: Mapped[str] = mapped_column(String(16))
+
+
+class ProcessLeaseRow(Base):
+    """A running process: renewed by its heartbeat, deleted when it stops cleanly. A floor
+    or page it generates is failed by recovery only once this lease is dead."""
+
+    __tablename__ = "process_lease"
+
+    owner: Mapped[str] = mapped_column(String(64), primary_key=True)
+    host: Mapped[str] = mapped_column(String(200))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column()
 
 
 class AssetRow(Base):

@@ -15,6 +15,7 @@ from adapters.storage.models import (
     MessageRow,
     PageRow,
     PlatformLinkRow,
+    ProcessLeaseRow,
     RealmRow,
     SessionRow,
     VariableLogRow,
@@ -30,6 +31,7 @@ PAGE = cast(Table, PageRow.__table__)
 MESSAGE = cast(Table, MessageRow.__table__)
 LINK = cast(Table, PlatformLinkRow.__table__)
 ASSET = cast(Table, AssetRow.__table__)
+LEASE = cast(Table, ProcessLeaseRow.__table__)
 LOG = cast(Table, VariableLogRow.__table__)
 VALUE = cast(Table, VariableValueRow.__table__)
 SNAPSHOT = cast(Table, VariableSnapshotRow.__table__)

@@ -177,11 +177,18 @@ class SqlBranches(_Repo):
 class SqlFloors(_Repo):
     """Floors."""
 
-    async def add(self, *, branch_id: int, seq: int) -> Floor:
+    async def add(self, *, branch_id: int, seq: int, owner: str | None = None) -> Floor:
         now = utcnow()
         stmt = (
             insert(FLOOR)
-            .values(branch_id=branch_id, seq=seq, state="draft", created_at=now, updated_at=now)
+            .values(
+                branch_id=branch_id,
+                seq=seq,
+                state="draft",
+                created_at=now,
+                updated_at=now,
+                owner=owner,
+            )
             .returning(*FLOOR.c)
         )
         return convert.floor((await self._db.execute(stmt)).one())
@@ -226,20 +233,30 @@ class SqlFloors(_Repo):
         )
 
     async def open_generating(
-        self, *, branch_id: int, seq: int, inputs: Sequence[NewMessage]
+        self,
+        *,
+        branch_id: int,
+        seq: int,
+        inputs: Sequence[NewMessage],
+        owner: str | None = None,
     ) -> tuple[Floor, Page]:
         now = utcnow()
         stmt = (
             insert(FLOOR)
             .values(
-                branch_id=branch_id, seq=seq, state="generating", created_at=now, updated_at=now
+                branch_id=branch_id,
+                seq=seq,
+                state="generating",
+                created_at=now,
+                updated_at=now,
+                owner=owner,
             )
             .returning(*FLOOR.c)
         )
         floor = convert.floor((await self._db.execute(stmt)).one())
         page_stmt = (
             insert(PAGE)
-            .values(floor_id=floor.id, number=1, status="pending", meta={})
+            .values(floor_id=floor.id, number=1, status="pending", meta={}, owner=owner)
             .returning(*PAGE.c)
         )
         page = convert.page((await self._db.execute(page_stmt)).one())
@@ -297,10 +314,14 @@ class SqlFloors(_Repo):
 class SqlPages(_Repo):
     """Pages."""
 
-    async def add(self, *, floor_id: int, number: int, meta: Mapping[str, Any]) -> Page:
+    async def add(
+        self, *, floor_id: int, number: int, meta: Mapping[str, Any], owner: str | None = None
+    ) -> Page:
         stmt = (
             insert(PAGE)
-            .values(floor_id=floor_id, number=number, status="pending", meta=dict(meta))
+            .values(
+                floor_id=floor_id, number=number, status="pending", meta=dict(meta), owner=owner
+            )
             .returning(*PAGE.c)
         )
         return convert.page((await self._db.execute(stmt)).one())

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from adapters.storage.database import READ_ONLY_OPTION, SQLITE_BUSY_TIMEOUT_MS
+from adapters.storage.lease_repo import SqlLeases
 from adapters.storage.timeline_repos import (
     SqlAssets,
     SqlBranches,
@@ -63,6 +64,7 @@ class SqlUnitOfWork:
         self.links = SqlLinks(connection)
         self.assets = SqlAssets(connection)
         self.variables = SqlVariables(connection)
+        self.leases = SqlLeases(connection)
 
 
 class SqlStorage:

@@ -31,6 +31,7 @@ from engine.timeline.errors import (
     StaleStateError,
     TimelineNotFoundError,
 )
+from engine.timeline.leases import LeaseKeeper
 from engine.timeline.lineage import build_lineage
 from engine.timeline.states import check_floor_transition, check_page_transition
 from engine.timeline.values import (
@@ -55,6 +56,7 @@ MAX_PAGES_PER_FLOOR: Final = 100
 MAX_INPUTS_PER_FLOOR: Final = 200
 """User messages one floor may collect."""
 INTERRUPTED: Final = "interrupted: the process stopped while this was generating"
+INTERRUPTED_DRAFT: Final = "interrupted: the process stopped before this floor was generated"
 
 
 class InvalidNameError(EngineError):
@@ -124,14 +126,20 @@ class OpenedFloor:
 
 
 async def open_generating(
-    uow: UnitOfWork, branch: Branch, branches: Sequence[Branch], inputs: Sequence[NewMessage]
+    uow: UnitOfWork,
+    branch: Branch,
+    branches: Sequence[Branch],
+    inputs: Sequence[NewMessage],
+    *,
+    owner: str | None = None,
 ) -> OpenedFloor:
     """Inside ``uow``: what :meth:`TimelineService.open_floor`, ``start_generating`` and
     ``add_page`` do in three units of work, in one. The new floor after the branch's head is
     ``generating`` with ``inputs`` and a pending page 1; its floor scope (explicit writes
     made for it) is materialised. ``branches``: every branch of the session, read in ``uow``.
     BranchBusyError while another floor or page of the branch is in progress. The caller
-    emits ``floor.created`` once ``uow`` has committed."""
+    emits ``floor.created`` once ``uow`` has committed. ``owner``: the process lease the
+    floor and page belong to."""
     check_inputs(inputs, where=f"branch {branch.id}")
     await uow.branches.lock(branch.id)
     found = await uow.floors.latest_for_open(branch.id)
@@ -145,7 +153,7 @@ async def open_generating(
     # Committed floors are contiguous, so the head is the latest floor (or the fork point).
     head = latest.seq if latest is not None else build_lineage(branch, branches).base
     floor, page = await uow.floors.open_generating(
-        branch_id=branch.id, seq=head + 1, inputs=inputs
+        branch_id=branch.id, seq=head + 1, inputs=inputs, owner=owner
     )
     await _link_inputs(uow, branch.session_id, floor, inputs)
     scope: dict[str, Any] = {}
@@ -159,9 +167,13 @@ async def open_generating(
 class TimelineService:
     """Sessions, branches, floors and pages (see the module docstring for a turn)."""
 
-    def __init__(self, storage: Storage, events: EventSink | None = None) -> None:
+    def __init__(
+        self, storage: Storage, events: EventSink | None = None, *, owner: str | None = None
+    ) -> None:
         self._storage = storage
         self._events = events
+        # The process lease floors and pages opened here belong to (engine.timeline.leases).
+        self.owner = owner
 
     def _emit(self, name: str, **payload: Any) -> None:
         if self._events is not None:
@@ -323,7 +335,7 @@ class TimelineService:
                         f"branch {branch.name!r}: floor {latest.seq} is regenerating"
                     )
             head = await store.head_of(uow, await store.lineage_of(uow, branch))
-            floor = await uow.floors.add(branch_id=branch.id, seq=head + 1)
+            floor = await uow.floors.add(branch_id=branch.id, seq=head + 1, owner=self.owner)
             await uow.messages.add(floor_id=floor.id, page_id=None, messages=inputs)
             await _link_inputs(uow, branch.session_id, floor, inputs)
             scope = await store.floor_scope(uow, floor, None)
@@ -407,7 +419,9 @@ class TimelineService:
                     value=MAX_PAGES_PER_FLOOR,
                 )
             number = max((p.number for p in pages), default=0) + 1
-            return await uow.pages.add(floor_id=floor.id, number=number, meta=meta or {})
+            return await uow.pages.add(
+                floor_id=floor.id, number=number, meta=meta or {}, owner=self.owner
+            )
 
     async def commit_page(
         self,
@@ -529,22 +543,46 @@ class TimelineService:
 
     # ------------------------------------------------------------------ start-up
 
-    async def recover(self) -> list[Floor]:
-        """On start: floors left ``generating`` and pages left ``pending`` by a crash become
-        ``failed`` (a committed floor keeps its active page). Returns the failed floors."""
+    async def recover(
+        self, leases: LeaseKeeper | None = None, *, session_id: int | None = None
+    ) -> list[Floor]:
+        """Fail what a stopped process left in progress: floors left ``draft`` or
+        ``generating`` and pages left ``pending`` (a committed floor keeps its active page).
+        ``leases``: fail only the work of dead owners (see :mod:`engine.timeline.leases`), so
+        a turn another live process is generating is left alone; None: everything.
+        ``session_id``: only that session's floors. Returns the failed floors."""
         async with self._storage.unit_of_work() as uow:
+            mine: set[int] | None = None
+            if session_id is not None:
+                mine = {b.id for b in await uow.branches.list(session_id)}
+            floors = [
+                floor
+                for state in ("draft", "generating")
+                for floor in await uow.floors.in_state(state)
+                if mine is None or floor.branch_id in mine
+            ]
+            pages = await uow.pages.in_status("pending")
+            if mine is not None:
+                pages = [p for p in pages if (await uow.pages.context(p.id)).branch.id in mine]
+            owners = [f.owner for f in floors] + [p.owner for p in pages]
+            dead = None if leases is None else await leases.dead_owners(uow, owners)
             failed: list[Floor] = []
-            for floor in await uow.floors.in_state("generating"):
+            for floor in floors:
+                if dead is not None and floor.owner not in dead:
+                    continue
+                error = INTERRUPTED if floor.state == "generating" else INTERRUPTED_DRAFT
                 if await uow.floors.compare_and_set(
-                    floor.id, expected="generating", state="failed", error=INTERRUPTED
+                    floor.id, expected=floor.state, state="failed", error=error
                 ):
-                    failed.append(replace(floor, state="failed", error=INTERRUPTED))
-            for page in await uow.pages.in_status("pending"):
-                await uow.pages.compare_and_set(
-                    page.id, expected="pending", status="failed", error=INTERRUPTED
-                )
+                    failed.append(replace(floor, state="failed", error=error))
+            gone = {f.id for f in failed}
+            for page in pages:
+                if page.floor_id in gone or dead is None or page.owner in dead:
+                    await uow.pages.compare_and_set(
+                        page.id, expected="pending", status="failed", error=INTERRUPTED
+                    )
         for floor in failed:
-            self._emit("floor.failed", floor_id=floor.id, floor=floor.seq, error=INTERRUPTED)
+            self._emit("floor.failed", floor_id=floor.id, floor=floor.seq, error=floor.error)
         return failed
 
 

@@ -122,7 +122,8 @@ class Branch:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Floor:
     """One turn on a branch; ``active_page`` is the number of its active page (None until a
-    page commits)."""
+    page commits). ``owner``: the process that opened it (its lease id; None on rows older
+    than leases), so start-up recovery fails it only once that process is gone."""
 
     id: int
     branch_id: int
@@ -133,12 +134,14 @@ class Floor:
     error: str | None
     created_at: datetime
     updated_at: datetime
+    owner: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Page:
     """One reply candidate of a floor. ``pending`` while it is generated, then ``committed``
-    (frozen, may become active) or ``failed`` (kept for diagnosis, never active)."""
+    (frozen, may become active) or ``failed`` (kept for diagnosis, never active).
+    ``owner``: the process generating it (see :attr:`Floor.owner`)."""
 
     id: int
     floor_id: int
@@ -148,6 +151,7 @@ class Page:
     error: str | None
     meta: Mapping[str, Any]
     created_at: datetime
+    owner: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

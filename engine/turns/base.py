@@ -15,6 +15,7 @@ from engine.ports import Clock, Event, EventSink, RandomSource, Storage
 from engine.timeline.assets import AssetService
 from engine.timeline.errors import TimelineNotFoundError
 from engine.timeline.history import HistoryService
+from engine.timeline.leases import LeaseKeeper
 from engine.timeline.service import TimelineService
 from engine.timeline.values import Branch, Session, SessionSettings
 from engine.turns.api import SessionKey
@@ -70,13 +71,17 @@ class ServiceBase:
     ) -> None:
         self.storage = storage
         self.events: EventSink = events or _Null()
-        self.timeline = TimelineService(storage, self.events)
+        self.clock: Clock = clock or SystemClock()
+        # This process's lease: the floors and pages it opens carry its owner id, so another
+        # process's start-up recovery leaves them alone while it lives.
+        self.leases = LeaseKeeper(storage, clock=self.clock)
+        self.timeline = TimelineService(storage, self.events, owner=self.leases.owner)
+        self._recover_only: SessionKey | None = None  # the session recovery is limited to
         self.history_service = HistoryService(storage)
         self.variables_service = VariableService(storage)
         self.assets = AssetService(storage)
         self.model_for = model_for
         self.default_profile = default_profile
-        self.clock: Clock = clock or SystemClock()
         self.rng: RandomSource = rng or random.Random()
         self.cipher: SecretCipher = cipher or NoSecretCipher()
         self.locks = BranchLocks()

@@ -26,7 +26,7 @@ import asyncio
 from collections.abc import Sequence
 
 from engine.prompt.tokens import counter_for_model
-from engine.timeline.service import INTERRUPTED
+from engine.timeline.service import INTERRUPTED, INTERRUPTED_DRAFT
 from engine.timeline.values import MAIN_BRANCH, Floor
 from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
 from engine.turns.base import MAX_INPUT_CHARS, MEMORY_RECENT_LINES, SystemClock
@@ -35,9 +35,14 @@ from engine.turns.front_ops import FrontEndOps
 from engine.turns.greeting import greet
 from engine.turns.turn_ops import TurnOps
 
-INTERRUPTED_DRAFT = "interrupted: the process stopped before this floor was generated"
-
-__all__ = ["MAX_INPUT_CHARS", "MEMORY_RECENT_LINES", "SystemClock", "TavernService"]
+__all__ = [
+    "INTERRUPTED",
+    "INTERRUPTED_DRAFT",
+    "MAX_INPUT_CHARS",
+    "MEMORY_RECENT_LINES",
+    "SystemClock",
+    "TavernService",
+]
 
 
 class TavernService(TurnOps, FrontEndOps):
@@ -73,43 +78,39 @@ class TavernService(TurnOps, FrontEndOps):
         return await super().continue_reply(key, branch, on_text=on_text)
 
     async def start(self, *, only: SessionKey | None = None) -> list[Floor]:
-        """Recover from a crash: floors left draft or generating and pages left pending fail
-        (a committed floor keeps its active page). ``only`` limits this to one session, for a
-        second process (``tavernbot chat``) that must not fail turns the bot is running."""
+        """Take this process's lease, then recover from a crash: floors left draft or
+        generating and pages left pending fail (a committed floor keeps its active page) when
+        the process that owned them is dead; a live process's turns are left alone (see
+        :mod:`engine.timeline.leases`). ``only`` limits this, and every later
+        :meth:`sweep`, to one session (``tavernbot chat``)."""
         # Loading the tokenizer tables takes seconds of CPU: do it on a worker thread now,
         # not on the event loop during the first turn.
         model = self.default_profile.model
         await asyncio.to_thread(lambda: counter_for_model(model).count("warm up"))
-        if only is None:
-            failed = await self.timeline.recover()
-            async with self.storage.unit_of_work() as uow:
-                drafts = await uow.floors.in_state("draft")
-            for floor in drafts:
-                failed.append(await self.timeline.fail_floor(floor.id, INTERRUPTED_DRAFT))
-            return failed
-        return await self._recover_session(only)
+        await self.leases.renew()
+        self._recover_only = only
+        return await self.sweep()
 
-    async def _recover_session(self, key: SessionKey) -> list[Floor]:
-        async with self.storage.unit_of_work() as uow:
-            session = await uow.sessions.find(key.platform, key.key)
-            if session is None:
+    async def sweep(self) -> list[Floor]:
+        """Fail the turns dead processes left in progress (in the session :meth:`start` was
+        limited to, if any); the heartbeat runs this after each renewal."""
+        only = self._recover_only
+        session_id: int | None = None
+        if only is not None:
+            found = await self.timeline.find_session(only.platform, only.key)
+            if found is None:
                 return []
-            branch_ids = {b.id for b in await uow.branches.list(session.id)}
-            floors = [
-                f
-                for state in ("draft", "generating")
-                for f in await uow.floors.in_state(state)
-                if f.branch_id in branch_ids
-            ]
-            pending = []
-            for page in await uow.pages.in_status("pending"):
-                ctx = await uow.pages.context(page.id)
-                if ctx.branch.id in branch_ids and ctx.floor.state == "committed":
-                    pending.append(page)
-        failed = [await self.timeline.fail_floor(f.id, INTERRUPTED) for f in floors]
-        for page in pending:
-            await self.timeline.fail_page(page.id, INTERRUPTED)
-        return failed
+            session_id = found.id
+        return await self.timeline.recover(self.leases, session_id=session_id)
+
+    async def keep_lease(self) -> None:
+        """Renew this process's lease and sweep for dead processes' turns until cancelled
+        (the application runs it in a task it owns)."""
+        await self.leases.keep(self.sweep)
+
+    async def release_lease(self) -> None:
+        """Give the lease up on a clean stop (after the last turn of this process ended)."""
+        await self.leases.release()
 
     async def greet(
         self, key: SessionKey, branch: str = MAIN_BRANCH, *, user_name: str = "User"

@@ -95,7 +95,9 @@ class TurnOps(ServiceBase):
                         raise TimelineNotFoundError(f"branch {branch!r} no longer exists")
                     assets = await load_assets(uow, session)
                     inputs = [stored_input(m, assets.scripts) for m in inputs]
-                    new = await open_generating(uow, current, branches, inputs)
+                    new = await open_generating(
+                        uow, current, branches, inputs, owner=self.timeline.owner
+                    )
                     read = await read_turn(
                         uow,
                         session=session,

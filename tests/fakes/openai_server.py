@@ -69,6 +69,8 @@ class FakeReply:
     error_after_chunks: int | None = None
     error_status: int = 500
     drop_after_chunks: int | None = None
+    hold: asyncio.Event | None = None
+    """When given, the stream stops after its first content chunk until the test sets it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -352,6 +354,8 @@ class FakeOpenAIServer:
                 break
             if reply.chunk_delay_s:
                 await asyncio.sleep(reply.chunk_delay_s)
+            if sent == 1 and reply.hold is not None:
+                await reply.hold.wait()
             await send(chunk({"content": piece}))
         if reply.error_after_chunks is not None:
             error = {"message": "scripted failure mid-stream", "type": "server_error"}

@@ -31,6 +31,7 @@ TABLES = {
     "memory_record",
     "memory_relation",
     "memory_job",
+    "process_lease",
     "alembic_version",
 }
 
