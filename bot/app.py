@@ -191,24 +191,27 @@ async def open_console(
     return frontend
 
 
-async def stdin_lines(stream: TextIO | None = None) -> AsyncIterator[str]:
+async def stdin_lines(stream: TextIO | None = None) -> AsyncIterator[str | bytes]:
     """Lines of standard input, read on a daemon thread.
 
     A blocking ``readline`` on an executor thread would keep the process alive after Ctrl-C
     until the user pressed Enter (``asyncio.run`` waits for executor threads); a daemon thread
-    does not, and it ends with the input.
+    does not, and it ends with the input. Lines come as undecoded bytes when the stream has
+    them: the console decodes each line itself, so one line that is not UTF-8 is refused on
+    its own instead of ending the input (or reaching the model half-decoded).
     """
     source = stream or sys.stdin
+    readline: Callable[[], str | bytes] = getattr(source, "buffer", source).readline
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[str | None] = asyncio.Queue()
+    queue: asyncio.Queue[str | bytes | None] = asyncio.Queue()
 
-    def put(item: str | None) -> None:
+    def put(item: str | bytes | None) -> None:
         with contextlib.suppress(RuntimeError):  # the loop closed first: nobody is reading
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
     def pump() -> None:
         try:
-            for line in iter(source.readline, ""):
+            while line := readline():
                 put(line)
         finally:
             put(None)

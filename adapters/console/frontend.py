@@ -39,6 +39,8 @@ HELP = (
     "/help, /quit"
 )
 IMPORT_KINDS: dict[str, AssetKind] = {".png": "card", ".jsonl": "chat"}
+NOT_UTF8 = "that line was not valid UTF-8 (byte {byte}); nothing was sent"
+"""Said for an input line whose bytes are not UTF-8; the console then reads the next line."""
 
 
 @dataclass
@@ -101,8 +103,17 @@ class ConsoleFrontend:
         self._show_reply(view, streamed=self._streamed > 0)
 
     # ------------------------------------------------------------------ input
-    async def handle_line(self, line: str) -> bool:
-        """Handle one input line; returns False when the user asked to quit."""
+    async def handle_line(self, line: str | bytes) -> bool:
+        """Handle one input line (text, or bytes to decode as UTF-8); returns False when the
+        user asked to quit. A line of bytes that is not UTF-8 is refused with
+        :data:`NOT_UTF8` and nothing else happens: guessing at its text (replacement
+        characters) would send the model and the history something the user never wrote."""
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                self._emit("error", message=NOT_UTF8.format(byte=exc.start))
+                return True
         text = line.rstrip("\r\n")
         if not text.strip():
             return True
@@ -295,8 +306,8 @@ class ConsoleFrontend:
         summary = await self.service.import_asset(self.key, kind, path.name, data)  # type: ignore[arg-type]
         self._emit("info", message=f"imported {summary.kind} {summary.name!r}")
 
-    async def run(self, lines: AsyncIterator[str]) -> None:
-        """Play until the input ends or ``/quit``."""
+    async def run(self, lines: AsyncIterator[str | bytes]) -> None:
+        """Play until the input ends or ``/quit`` (lines as text or as undecoded bytes)."""
         if not self.jsonl:
             self._emit("info", message=f"session {self.key.key} on branch {self.branch}; /help")
         async for line in lines:
@@ -320,13 +331,3 @@ def guess_kind(path: Path, data: bytes) -> AssetKind:
         if "prompts" in parsed or "prompt_order" in parsed:
             return "preset"
     return "card"
-
-
-async def stdin_lines(stream: TextIO | None = None) -> AsyncIterator[str]:
-    """Yield lines from standard input without blocking the event loop."""
-    source = stream or sys.stdin
-    while True:
-        line = await asyncio.to_thread(source.readline)
-        if not line:
-            return
-        yield line
