@@ -129,15 +129,20 @@ class TurnOps(ServiceBase):
                     # The unit that opens the floor rolled back: keep a failed floor as the
                     # record of the turn, as when the floor was opened in a unit of its own
                     # (only a busy or missing branch left no floor then).
-                    floor = await self._record_failed_open(target.id)
+                    floor = await self._record_failed_open(target.id, inputs)
                 raise await self._failed(floor, page, exc) from exc
 
-    async def _record_failed_open(self, branch_id: int) -> Floor | None:
-        try:
-            return await self.timeline.open_floor(branch_id, [])
-        except EngineError:
-            log.exception("could not record the failed turn")
-            return None
+    async def _record_failed_open(
+        self, branch_id: int, inputs: Sequence[NewMessage]
+    ) -> Floor | None:
+        """The failed turn's floor with the user's input (the input is part of the chat
+        even though no reply came); without it only if the input itself cannot be stored."""
+        for kept in (inputs, ()):
+            try:
+                return await self.timeline.open_floor(branch_id, kept)
+            except EngineError:
+                log.exception("could not record the failed turn")
+        return None
 
     async def regenerate(
         self, key: SessionKey, branch: str, *, on_text: OnText | None = None
