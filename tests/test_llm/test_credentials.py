@@ -59,7 +59,9 @@ def _clean(text: str) -> None:
 
 def test_redact_url_hides_userinfo_and_secret_parameters() -> None:
     url = "https://bob:pw@host:8080/v1?model=x&api_key=abc&SIG=1#access_token=t"
-    assert redact_url(url) == "https://***@host:8080/v1?model=x&api_key=***&SIG=***#access_token=***"
+    assert (
+        redact_url(url) == "https://***@host:8080/v1?model=x&api_key=***&SIG=***#access_token=***"
+    )
     assert redact_url("postgresql+asyncpg://u:p@db/tavern") == "postgresql+asyncpg://***@db/tavern"
     assert redact_url("http://host/v1?key=k&password=p") == "http://host/v1?key=***&password=***"
     assert redact_url("http://host/v1") == "http://host/v1"
