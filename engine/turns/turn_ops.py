@@ -9,7 +9,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.errors import EngineError, LimitExceededError, NotFoundError
+from engine.errors import EngineError, InternalError, LimitExceededError, NotFoundError
 from engine.incidents import TURN_FAILED, internal_error
 from engine.memory.lineage import Viewpoint
 from engine.memory.scoping import viewpoint_for
@@ -348,7 +348,7 @@ class TurnOps(ServiceBase):
         only ``"the turn failed (error <id>)"`` is stored and raised: its own text may hold SQL,
         parameters or credentials.
         """
-        incident = None
+        incident: InternalError | None = None
         if isinstance(exc, Exception) and not isinstance(exc, EngineError):
             incident = internal_error(exc, TURN_FAILED, logger=log)
         message = generation_error(incident or exc)
