@@ -14,7 +14,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal
 
 from engine.errors import FormatError
 from engine.formats.json_input import as_int, get_str, get_str_list, load_object, type_name
@@ -68,6 +68,24 @@ class CharacterCard:
 # A card file bigger than this is refused before any parsing (avatars are a few MB at most).
 MAX_CARD_BYTES = 64 * 1024 * 1024
 CARD_CHUNK_KEYWORDS = ("ccv3", "chara")
+MAX_CARD_FIELD_CHARS: Final = 200_000
+"""Longest text field of an imported card (description, a greeting, ...): about 50k tokens,
+far beyond real cards. A longer field would overflow the context of every turn, so the import
+is refused naming the field; cutting it would silently change the card (a sentence or a macro
+block cut in half), which SillyTavern users do not expect of an import."""
+_TEXT_FIELDS = (
+    "name",
+    "description",
+    "personality",
+    "scenario",
+    "first_mes",
+    "mes_example",
+    "creator_notes",
+    "system_prompt",
+    "post_history_instructions",
+    "creator",
+    "character_version",
+)
 _DEFAULT_TALKATIVENESS = 0.5
 _DEFAULT_DEPTH = 4
 _CREATOR_NOTES_PLACEHOLDER = "Creator's notes go here."
@@ -86,9 +104,28 @@ def parse_card(data: bytes, *, source: str) -> CharacterCard:
     if is_png(data):
         obj = _payload_from_png(data, source=source)
         avatar = strip_text_chunks(data, CARD_CHUNK_KEYWORDS, source=source)
-        return card_from_mapping(obj, source=source, avatar=avatar)
+        return _check_lengths(card_from_mapping(obj, source=source, avatar=avatar), source)
     obj = load_object(data, source=source, what="a character card object")
-    return card_from_mapping(obj, source=source)
+    return _check_lengths(card_from_mapping(obj, source=source), source)
+
+
+def _check_lengths(card: CharacterCard, source: str) -> CharacterCard:
+    """Refuse a card with a text field over :data:`MAX_CARD_FIELD_CHARS` (at import only:
+    a card already stored is read as it is)."""
+    prefix = "" if card.spec == "chara_card_v1" else "data."
+    texts: list[tuple[str, str]] = [(name, getattr(card, name)) for name in _TEXT_FIELDS]
+    for name in ("alternate_greetings", "group_only_greetings"):
+        texts.extend((f"{name}[{i}]", text) for i, text in enumerate(getattr(card, name)))
+    if card.depth_prompt is not None:
+        texts.append(("extensions.depth_prompt.prompt", card.depth_prompt.text))
+    for name, text in texts:
+        if len(text) > MAX_CARD_FIELD_CHARS:
+            raise FormatError(
+                f"{len(text)} characters, over MAX_CARD_FIELD_CHARS={MAX_CARD_FIELD_CHARS}",
+                source=source,
+                field=prefix + name,
+            )
+    return card
 
 
 def _payload_from_png(data: bytes, *, source: str) -> dict[str, object]:

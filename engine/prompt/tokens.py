@@ -18,6 +18,13 @@ European text; over-estimating a little keeps a prompt from overflowing a contex
 Chat overhead (OpenAI's documented accounting for chat models): every message costs
 ``TOKENS_PER_MESSAGE`` on top of its content, a ``name`` field ``TOKENS_PER_NAME`` more, and the
 reply is primed with ``REPLY_PRIMING_TOKENS``; see :func:`count_chat_tokens`.
+
+Long texts: the tokenizer refuses a text of a million characters or one giving 200k tokens, and a
+player can put such a text in a chat (an imported message, a huge model reply). Counting never
+raises: a text up to ``EXACT_COUNT_MAX_CHARS`` is counted in one call, a longer one in pieces of
+at most that size cut before a space (each cut can change the count by about a token), and past
+``CHUNKED_COUNT_MAX_CHARS`` the rest is estimated at the rate of the part counted. Such a text
+never fits a context window anyway; its count only has to be large and cheap.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
@@ -40,6 +47,13 @@ COUNT_MEMO_SIZE = 16_384
 COUNT_MEMO_MAX_CHARS = 32_768
 #: Most characters of text an exact counter's memo holds in all (bounds its memory).
 COUNT_MEMO_TOTAL_CHARS = 4_000_000
+EXACT_COUNT_MAX_CHARS: Final = 40_000
+"""Texts up to this many characters are counted exactly, in one call to the tokenizer; longer
+ones in pieces of at most this size. A character is at most four UTF-8 bytes, hence at most four
+tokens, so a piece stays well under the tokenizer's refusal (200k tokens, a million characters)."""
+CHUNKED_COUNT_MAX_CHARS: Final = 2_000_000
+"""Characters of a long text counted piece by piece (about 50 ms of work); the rest of a longer
+text is estimated at the rate of the counted part."""
 
 O200K = "o200k_base"
 CL100K = "cl100k_base"
@@ -99,18 +113,45 @@ class ExactCounter:
             if known is not None:
                 self._memo.move_to_end(text)
                 return known
-        tokens: list[int] = self._encoding.encode_ordinary(text)
+        if len(text) > EXACT_COUNT_MAX_CHARS:
+            return self._count_long(text)  # never memoised (longer than COUNT_MEMO_MAX_CHARS)
+        tokens = self._count_piece(text)
         if len(text) <= COUNT_MEMO_MAX_CHARS:
             with self._lock:
                 if text not in self._memo:
                     self._chars += len(text)
-                self._memo[text] = len(tokens)
+                self._memo[text] = tokens
                 while self._memo and (
                     len(self._memo) > COUNT_MEMO_SIZE or self._chars > COUNT_MEMO_TOTAL_CHARS
                 ):
                     old, _ = self._memo.popitem(last=False)
                     self._chars -= len(old)
-        return len(tokens)
+        return tokens
+
+    def _count_piece(self, text: str) -> int:
+        try:
+            return len(self._encoding.encode_ordinary(text))
+        except ValueError:
+            # The tokenizer refused the text: its UTF-8 length bounds the count from above.
+            return len(text.encode("utf-8", "replace"))
+
+    def _count_long(self, text: str) -> int:
+        """A text longer than ``EXACT_COUNT_MAX_CHARS``: counted in pieces, then estimated."""
+        counted_up_to = min(len(text), CHUNKED_COUNT_MAX_CHARS)
+        total = 0
+        start = 0
+        while start < counted_up_to:
+            end = min(start + EXACT_COUNT_MAX_CHARS, counted_up_to)
+            if end < len(text):
+                # Cut before a space: the word after it keeps its leading space, as it would.
+                space = text.rfind(" ", start + 1, end)
+                if space > start:
+                    end = space
+            total += self._count_piece(text[start:end])
+            start = end
+        if start < len(text):
+            total += math.ceil(total * (len(text) - start) / start)
+        return total
 
 
 class EstimatingCounter:
