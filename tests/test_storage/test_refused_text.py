@@ -5,12 +5,14 @@ says only an error id (the SQL and its parameters go to the log under that id)."
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 from sqlalchemy import text
 
 from adapters.storage import SqlStorage
 from engine.errors import StorageError
+from engine.incidents import ERROR_ID_BYTES
 from engine.timeline.values import NewMessage
 from tests.test_storage.support import World, put
 
@@ -70,6 +72,7 @@ async def test_unexpected_driver_error_says_only_an_error_id(
             )
     shown = str(raised.value)
     assert shown == f"storage failed (error {raised.value.error_id})"
+    assert re.fullmatch(f"[0-9a-f]{{{2 * ERROR_ID_BYTES}}}", raised.value.error_id)
     assert secret not in shown and "SELECT" not in shown
     logged = [r for r in caplog.records if raised.value.error_id in r.getMessage()]
     assert logged and "no_such_table" in logged[0].getMessage()
