@@ -329,6 +329,11 @@ class FloorRepository(Protocol):
         """Every floor in ``state`` (used on start to find interrupted generations)."""
         ...
 
+    async def uncommitted_after(self, branch_id: int, seq: int) -> list[Floor]:
+        """The branch's own floors numbered above ``seq`` that are not committed (draft,
+        generating or failed: inputs still without a reply), by ``seq`` and then by age."""
+        ...
+
     async def latest_for_open(self, branch_id: int) -> LatestFloor:
         """What opening the branch's next floor must know, in one read: its own newest floor
         that has not failed (as :meth:`latest`), whether that floor has a pending page, and

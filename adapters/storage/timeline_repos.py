@@ -222,6 +222,18 @@ class SqlFloors(_Repo):
         stmt = select(FLOOR).where(FLOOR.c.state == state).order_by(FLOOR.c.id)
         return [convert.floor(row) for row in await self._db.execute(stmt)]
 
+    async def uncommitted_after(self, branch_id: int, seq: int) -> list[Floor]:
+        stmt = (
+            select(FLOOR)
+            .where(
+                FLOOR.c.branch_id == branch_id,
+                FLOOR.c.seq > seq,
+                FLOOR.c.state != "committed",
+            )
+            .order_by(FLOOR.c.seq, FLOOR.c.id)
+        )
+        return [convert.floor(row) for row in await self._db.execute(stmt)]
+
     async def latest_for_open(self, branch_id: int) -> LatestFloor:
         row = (await self._db.execute(LATEST_FOR_OPEN, {"branch_id": branch_id})).first()
         if row is None:

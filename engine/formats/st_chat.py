@@ -15,9 +15,7 @@ What an import -> export round trip may change (everything else is kept, unknown
 
 * every line is re-serialised compactly like ``JSON.stringify`` (UTF-8, no ``\\u`` escapes for
   non-ASCII, no spaces); a number's spelling may change (``1e3`` -> ``1000.0``), never its value;
-* empty lines and lines that are not JSON (or hold a number beyond double range) are dropped
-  (ST drops unparsable lines too; they are listed in ``ChatLog.dropped_lines``); the file ends
-  without a trailing newline, as ST writes it;
+* empty lines are dropped; the file ends without a trailing newline, as ST writes it;
 * a file without a header (an old group chat) gains an ST 1.15 header;
 * a date is rewritten (as ISO 8601 with milliseconds, like ST 1.15) only if its value was changed.
 """
@@ -31,12 +29,23 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Final
 
 from engine.errors import FormatError
-from engine.formats.json_input import check_decoded, decode_text, get_bool, get_str, type_name
+from engine.formats.json_input import (
+    MAX_IMPORT_JSON_DEPTH,
+    check_decoded,
+    decode_text,
+    get_bool,
+    get_str,
+    type_name,
+)
 
 # A chat file bigger than this is refused (the longest real chats are tens of MB).
 MAX_CHAT_BYTES = 512 * 1024 * 1024
+MAX_LISTED_BAD_LINES: Final = 5
+"""A chat file with lines that are not JSON is refused naming at most this many of them (the
+rest are counted), so the error stays one readable line."""
 
 _MONTHS = {
     name: i + 1
@@ -114,7 +123,6 @@ class ChatLog:
     chat_metadata: Mapping[str, object] = field(default_factory=dict)
     header: Mapping[str, object] | None = None  # the imported header line, if any
     entries: tuple[ChatEntry, ...] = ()
-    dropped_lines: tuple[int, ...] = ()  # 1-based numbers of non-JSON lines that were skipped
 
 
 def parse_timestamp(value: object) -> datetime | None:
@@ -173,21 +181,35 @@ def format_timestamp(value: datetime) -> str:
 
 
 def parse_chat(data: bytes | str, *, source: str) -> ChatLog:
-    """Read a SillyTavern chat file; malformed content raises FormatError (file, line, field)."""
+    """Read a SillyTavern chat file; malformed content raises FormatError (file, line, field).
+
+    A line that is not JSON (SillyTavern would skip it silently) refuses the whole file: the
+    error names those lines and what is wrong with each (:data:`MAX_LISTED_BAD_LINES` of
+    them, the rest counted). Importing the rest would lose the message silently and shift
+    the floors; refusing leaves nothing half-imported and the user can mend the file.
+    """
     if len(data) > MAX_CHAT_BYTES:
         raise FormatError(
             f"file is {len(data)} bytes, over MAX_CHAT_BYTES={MAX_CHAT_BYTES}", source=source
         )
     text = decode_text(data, source=source) if isinstance(data, bytes) else data
     objects: list[tuple[int, dict[str, object]]] = []
-    dropped: list[int] = []
+    bad: list[tuple[int, str]] = []
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
             value = json.loads(line, parse_constant=_reject, parse_float=_finite)
-        except (ValueError, RecursionError):
-            dropped.append(number)  # ST's tryParse drops such lines silently
+        except json.JSONDecodeError as exc:
+            bad.append((number, f"{exc.msg} at column {exc.colno}"))
+            continue
+        except ValueError as exc:
+            bad.append((number, str(exc)))
+            continue
+        except RecursionError:
+            bad.append(
+                (number, f"nests deeper than MAX_IMPORT_JSON_DEPTH={MAX_IMPORT_JSON_DEPTH}")
+            )
             continue
         if not isinstance(value, dict):
             raise FormatError(
@@ -197,6 +219,8 @@ def parse_chat(data: bytes | str, *, source: str) -> ChatLog:
             )
         check_decoded(value, source=source, field=f"line {number}")
         objects.append((number, value))
+    if bad:
+        raise _not_json(bad, source=source)
     if not objects:
         raise FormatError("no chat header or message in the file", source=source)
     header: dict[str, object] | None = None
@@ -204,9 +228,7 @@ def parse_chat(data: bytes | str, *, source: str) -> ChatLog:
         header = objects.pop(0)[1]
     entries = tuple(_entry(obj, source=source, line=n) for n, obj in objects)
     if header is None:
-        return ChatLog(
-            chat_metadata={}, header=None, entries=entries, dropped_lines=tuple(dropped)
-        )
+        return ChatLog(chat_metadata={}, header=None, entries=entries)
     metadata = header.get("chat_metadata")
     if metadata is None:
         metadata = {}
@@ -223,8 +245,14 @@ def parse_chat(data: bytes | str, *, source: str) -> ChatLog:
         chat_metadata=metadata,
         header=header,
         entries=entries,
-        dropped_lines=tuple(dropped),
     )
+
+
+def _not_json(bad: list[tuple[int, str]], *, source: str) -> FormatError:
+    listed = "; ".join(f"line {n}: not JSON ({why})" for n, why in bad[:MAX_LISTED_BAD_LINES])
+    rest = len(bad) - MAX_LISTED_BAD_LINES
+    more = f"; and {rest} more lines that are not JSON" if rest > 0 else ""
+    return FormatError(f"{listed}{more}; nothing was imported", source=source)
 
 
 def _reject(name: str) -> object:

@@ -6,8 +6,12 @@
   floor), one floor per exchange, every swipe a page; a hidden reply (``is_system`` without a
   system-message type) comes in hidden, with its floor when its inputs were hidden too; a
   hidden input is kept as a hidden message of its floor.
+  Messages after the last reply are kept on a failed floor (as the command-line import keeps
+  them), so that they are exported again.
 - An export writes the branch as SillyTavern JSONL, every page of a floor as a swipe; hidden
-  floors and pages are left out, or written as SillyTavern writes hidden messages.
+  floors and pages are left out, or written as SillyTavern writes hidden messages. The inputs
+  of the floors after the last committed one (waiting for their reply, or failed before it)
+  end the file as normal lines, as SillyTavern writes a message that has no reply yet.
 - A dry run assembles the prompt the next message would get, persisting nothing.
 """
 
@@ -18,6 +22,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Final
 
 from engine.errors import FormatError, LimitExceededError
+from engine.formats.archive_st import TRAILING_INPUT_ERROR
 from engine.formats.cards import card_to_asset, parse_card
 from engine.formats.json_input import load_object
 from engine.formats.preset import PRESET_OBJECT, parse_preset
@@ -153,6 +158,10 @@ async def _import_chat(
         if entry.is_hidden:
             await _hide(service, floor.id, page_ids, whole_floor=all(hidden_inputs))
         inputs, hidden_inputs = [], []
+    if inputs:
+        # Messages with no reply yet: kept, like any turn whose reply never came.
+        floor = await service.timeline.open_floor(branch.id, inputs)
+        await service.timeline.fail_floor(floor.id, TRAILING_INPUT_ERROR)
     return ImportSummary(
         kind="chat", name=name, details={"floors": floors, "branch": name, "session": key.key}
     )
@@ -186,11 +195,9 @@ async def export_chat(
             if floor.hidden and not include_hidden:
                 continue
             own = [m for m in messages if m.floor_id == floor.id]
-            for m in own:
-                hidden = floor.hidden or m.hidden
-                if m.page_id is None and (include_hidden or not hidden):
-                    user_name = user_name or m.speaker_name
-                    entries.append(_entry(m, is_user=m.role == "user", hidden=hidden))
+            inputs = _input_entries(floor, own, include_hidden=include_hidden)
+            user_name = user_name or next((e.name for e in inputs if e.is_user), None)
+            entries.extend(inputs)
             reply = [m for m in own if m.page_id == active.id]
             if not reply:
                 continue
@@ -221,6 +228,15 @@ async def export_chat(
                 )
             )
         first = last + 1
+    async with service.storage.read() as uow:
+        lineage = await store.lineage_of(uow, branch)
+        waiting = await uow.floors.uncommitted_after(branch.id, await store.head_of(uow, lineage))
+        messages = await uow.messages.of_floors([f.id for f in waiting])
+    for floor in waiting:
+        if floor.hidden and not include_hidden:
+            continue
+        own = [m for m in messages if m.floor_id == floor.id]
+        entries.extend(_input_entries(floor, own, include_hidden=include_hidden))
     session = await service._settings(session_id)
     header = session.settings.extra.get(ST_CHAT_SETTING)
     if isinstance(header, Mapping):
@@ -258,6 +274,18 @@ async def _hide(
 
 def _text_or(value: object, default: str | None) -> str | None:
     return value if isinstance(value, str) and value else default
+
+
+def _input_entries(
+    floor: Floor, messages: list[Message], *, include_hidden: bool
+) -> list[ChatEntry]:
+    """The floor's input messages as lines (hidden ones only with ``include_hidden``)."""
+    out: list[ChatEntry] = []
+    for m in messages:
+        hidden = floor.hidden or m.hidden
+        if m.page_id is None and (include_hidden or not hidden):
+            out.append(_entry(m, is_user=m.role == "user", hidden=hidden))
+    return out
 
 
 def _entry(message: Message, *, is_user: bool, hidden: bool = False) -> ChatEntry:

@@ -152,11 +152,16 @@ def test_headerless_group_chat_gains_an_st15_header() -> None:
     assert again.entries == log.entries
 
 
-def test_blank_and_broken_lines_are_dropped_and_reported() -> None:
-    text = ST13.replace("\n", "\n\n{broken json\n", 1) + '\n{"mes": 1e999}\n'
-    log = parse_chat(text, source="dirty.jsonl")
-    assert log.dropped_lines == (3, 6)
+def test_blank_lines_are_dropped_and_broken_lines_refuse_the_file() -> None:
+    log = parse_chat(ST13.replace("\n", "\n\n", 1) + "\n\n", source="blank.jsonl")
     assert objects(chat_to_jsonl(log)) == objects(ST13)
+    text = ST13.replace("\n", "\n\n{broken json\n", 1) + '\n{"mes": 1e999}\n'
+    with pytest.raises(FormatError) as info:
+        parse_chat(text, source="dirty.jsonl")
+    assert str(info.value) == (
+        "dirty.jsonl: line 3: not JSON (Expecting property name enclosed in double quotes at"
+        " column 2); line 6: not JSON (number out of range); nothing was imported"
+    )
 
 
 def test_edits_are_exported() -> None:
