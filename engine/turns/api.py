@@ -323,6 +323,14 @@ class RoleplayService(Protocol):
         refused with a ConfigurationError naming the field (see :mod:`engine.turns.notes`)."""
         ...
 
+    async def tools_global_writes(self, key: SessionKey) -> bool:
+        """Whether the model's tools may write the realm's global variables here (default no)."""
+        ...
+
+    async def set_tools_global_writes(self, key: SessionKey, allowed: bool) -> SessionInfo:
+        """Allow or refuse the model's tool writes to global variables (game masters only)."""
+        ...
+
     async def close_session(self, key: SessionKey) -> None:
         """Close the session (kept, marked closed): turns are refused until it is reopened."""
         ...

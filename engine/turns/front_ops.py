@@ -6,8 +6,9 @@ Where things are kept (no new tables):
 
 - A persona is a realm asset of the internal kind ``persona``, named by the platform user id,
   holding ``{"name", "description"}``: every session of the realm sees it, no other realm does.
-- The current branch, the closed flag, the reply policy and the Author's Note are keys of the
-  session's settings JSON (``current_branch``, ``closed``, ``reply_policy``, ``author_note``).
+- The current branch, the closed flag, the reply policy, the Author's Note and whether the
+  model's tools may write global variables are keys of the session's settings JSON
+  (``current_branch``, ``closed``, ``reply_policy``, ``author_note``, ``tools_global_writes``).
 
 Personas and the closed flag are cached per process (read once, updated by the calls here),
 so a turn costs no extra round trip; another process changing them is seen after a restart.
@@ -41,6 +42,7 @@ from engine.turns.api import (
 from engine.turns.base import SessionIds
 from engine.turns.notes import AUTHOR_NOTE, note_to_json, session_note
 from engine.turns.session_ops import SESSION_OPTIONS, SessionOps, locate_floor
+from engine.turns.tools import TOOLS_GLOBAL_WRITES
 from engine.variables import store
 
 PERSONA_ASSET: Final = "persona"
@@ -199,6 +201,20 @@ class FrontEndOps(SessionOps):
         stored = note_to_json(note) if note is not None else None
         info = await self.configure(key, **{AUTHOR_NOTE: stored})
         self._emit("session.author_note", session=key.key, cleared=note is None)
+        return info
+
+    async def tools_global_writes(self, key: SessionKey) -> bool:
+        """Whether the model's tools may write the realm's global variables in this session
+        (off unless a game master allowed it)."""
+        ids = await self._session(key)
+        settings = (await self._settings(ids.session_id)).settings
+        return settings.extra.get(TOOLS_GLOBAL_WRITES) is True
+
+    async def set_tools_global_writes(self, key: SessionKey, allowed: bool) -> SessionInfo:
+        """Allow or refuse the model's tool writes to the realm's global variables (a game
+        master's decision: other sessions of the realm see those variables)."""
+        info = await self.configure(key, **{TOOLS_GLOBAL_WRITES: bool(allowed)})
+        self._emit("session.tools_global_writes", session=key.key, allowed=bool(allowed))
         return info
 
     async def current_branch(self, key: SessionKey) -> str:

@@ -11,8 +11,15 @@ Seven tools: ``get_variable``, ``set_variable``, ``roll_dice``, ``random_choice`
 
 A :class:`ToolBox` serves one turn. The session's :class:`ToolPolicy` decides which slot may
 call which tool (allow and deny lists per slot), how many calls a turn may make
-(``max_calls_per_turn``) and how many tool rounds one generation may take (``max_steps``).
-Every call, allowed or not, leaves a :class:`ToolRecord` that is kept with the page's floor.
+(``max_calls_per_turn``), how many tool rounds one generation may take (``max_steps``) and
+which scopes the model may write: page, floor, branch and chat, and ``global`` (the realm,
+which every session of a Discord server or Telegram chat shares) only where a game master
+allowed it for the session (the :data:`TOOLS_GLOBAL_WRITES` setting). Every call, allowed or
+not, leaves a :class:`ToolRecord` that is kept with the page's floor.
+
+Tools share the page's staged log with its macros: a tool reads what the page's macros wrote,
+and past :data:`~engine.variables.values.MAX_WRITES_PER_PAGE` writes a further write is refused
+with a tool error (the turn still commits).
 """
 
 from __future__ import annotations
@@ -25,7 +32,14 @@ from typing import Any, Final, Literal
 
 from engine.ports import Clock, RandomSource, ToolCall, ToolSpec
 from engine.variables.fold import fold
-from engine.variables.values import MAX_KEY_LENGTH, SCOPES, Mutation, Scope, VariableState
+from engine.variables.values import (
+    MAX_KEY_LENGTH,
+    MAX_WRITES_PER_PAGE,
+    SCOPES,
+    Mutation,
+    Scope,
+    VariableState,
+)
 
 SideEffect = Literal["none", "sandbox", "irreversible"]
 RecordStatus = Literal["ok", "denied", "error"]
@@ -46,6 +60,15 @@ MAX_RESULT_CHARS: Final = 4_000
 """A tool result sent back to the model is cut to this length."""
 DEFAULT_TOOL_SCOPE: Final[Scope] = "branch"
 """Where ``set_variable`` writes without a scope: the branch, like a SillyTavern local write."""
+TOOL_WRITE_SCOPES: Final[tuple[Scope, ...]] = ("page", "floor", "branch", "chat")
+"""The scopes the model may write by default; ``global`` needs :data:`TOOLS_GLOBAL_WRITES`."""
+TOOLS_GLOBAL_WRITES: Final = "tools_global_writes"
+"""Session setting (true/false, set by a game master): the model's tools may write the realm's
+global variables, which other sessions of the realm see."""
+GLOBAL_WRITES_REFUSED: Final = (
+    "scope 'global' is refused: this session's tools may write page, floor, branch and chat "
+    "(a game master can allow global writes)"
+)
 
 CARD_FIELDS: Final = (
     "name",
@@ -74,6 +97,8 @@ class ToolPolicy:
     max_calls_per_turn: int = DEFAULT_MAX_CALLS_PER_TURN
     max_steps: int = DEFAULT_MAX_STEPS
     allow_irreversible: bool = False
+    allow_global: bool = False
+    """Whether tools may write the realm's ``global`` scope (:data:`TOOLS_GLOBAL_WRITES`)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_steps <= MAX_STEPS_LIMIT:
@@ -85,10 +110,14 @@ class ToolPolicy:
             )
 
     @classmethod
-    def from_json(cls, data: object, *, default_enabled: bool) -> ToolPolicy:
-        """Read the session's ``tools`` setting (missing keys take the defaults)."""
+    def from_json(
+        cls, data: object, *, default_enabled: bool, allow_global: bool = False
+    ) -> ToolPolicy:
+        """Read the session's ``tools`` setting (missing keys take the defaults);
+        ``allow_global`` is the session's :data:`TOOLS_GLOBAL_WRITES` setting, kept apart from
+        ``tools`` so that only the game master's switch turns it on."""
         if not isinstance(data, Mapping):
-            return cls(enabled=default_enabled)
+            return cls(enabled=default_enabled, allow_global=allow_global)
 
         def lists(value: object) -> dict[str, tuple[str, ...]]:
             if not isinstance(value, Mapping):
@@ -103,7 +132,13 @@ class ToolPolicy:
             max_calls_per_turn=int(data.get("max_calls_per_turn", DEFAULT_MAX_CALLS_PER_TURN)),
             max_steps=int(data.get("max_steps", DEFAULT_MAX_STEPS)),
             allow_irreversible=bool(data.get("allow_irreversible", False)),
+            allow_global=allow_global,
         )
+
+    @property
+    def write_scopes(self) -> tuple[Scope, ...]:
+        """The scopes the model's tools may write."""
+        return (*TOOL_WRITE_SCOPES, "global") if self.allow_global else TOOL_WRITE_SCOPES
 
     def permits(self, slot: str, tool: str) -> bool:
         """Whether ``slot`` may call ``tool`` by the allow and deny lists."""
@@ -152,7 +187,7 @@ MemoryQuery = Callable[[str, int], Awaitable[Sequence[str]]]
 @dataclass(slots=True, kw_only=True)
 class ToolEnv:
     """What the tools of one turn work on: the page's starting variable state and its staged
-    log (shared with the macros of the same page), the card, the clock and randomness."""
+    log (the page's macro writes first, then the tools'), the card, the clock and randomness."""
 
     state: VariableState
     staged: list[Mutation]
@@ -175,11 +210,14 @@ Handler = Callable[[ToolEnv, Mapping[str, Any]], Awaitable[Any]]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Tool:
-    """A tool: what the model is told, its side-effect level and its handler."""
+    """A tool: what the model is told, its side-effect level and its handler. ``writes_scope``:
+    the tool writes the scope its ``scope`` argument names (checked against the policy's
+    :attr:`ToolPolicy.write_scopes` before it runs; a refusal is recorded as ``denied``)."""
 
     spec: ToolSpec
     side_effect: SideEffect
     handler: Handler
+    writes_scope: bool = False
 
 
 def _scope_arg(args: Mapping[str, Any], default: Scope | None) -> Scope | None:
@@ -209,6 +247,11 @@ async def _set_variable(env: ToolEnv, args: Mapping[str, Any]) -> Any:
     assert scope is not None
     if "value" not in args:
         raise ToolArgumentError("value is required")
+    if len(env.staged) >= MAX_WRITES_PER_PAGE:
+        raise ToolArgumentError(
+            f"write to {name!r} refused: this reply already staged {len(env.staged)} variable "
+            f"writes (MAX_WRITES_PER_PAGE={MAX_WRITES_PER_PAGE})"
+        )
     env.staged.append(Mutation.set(scope, name, args["value"]))
     return {"ok": True, "scope": scope, "name": name, "value": args["value"]}
 
@@ -310,6 +353,7 @@ BUILTIN_TOOLS: Final[tuple[Tool, ...]] = (
         ),
         side_effect="sandbox",
         handler=_set_variable,
+        writes_scope=True,
     ),
     Tool(
         spec=ToolSpec(
@@ -399,6 +443,10 @@ class ToolBox:
             args = json.loads(call.arguments or "{}")
             if not isinstance(args, dict):
                 raise ToolArgumentError("arguments must be a JSON object")
+            scope = args.get("scope")
+            if tool.writes_scope and scope in SCOPES and scope not in self.policy.write_scopes:
+                refusal = {"error": GLOBAL_WRITES_REFUSED}
+                return self._record(call, slot, step, "denied", side, refusal)
             result = await tool.handler(self.env, args)
         except (ToolArgumentError, ValueError) as exc:
             return self._record(call, slot, step, "error", side, {"error": str(exc)})

@@ -41,7 +41,7 @@ from engine.turns.profiles import (
     ProfileSnapshot,
     stages_for_turn,
 )
-from engine.turns.tools import ToolBox, ToolEnv, ToolPolicy
+from engine.turns.tools import TOOLS_GLOBAL_WRITES, ToolBox, ToolEnv, ToolPolicy
 from engine.turns.views import committed_numbers, reply_view
 from engine.turns.workflow import Generation, TurnOptions, generation_error
 
@@ -221,6 +221,7 @@ class TurnOps(ServiceBase):
             ToolPolicy.from_json(
                 settings.extra.get("tools"),
                 default_enabled=settings.prompt_mode != COMPAT_STRICT,
+                allow_global=settings.extra.get(TOOLS_GLOBAL_WRITES) is True,
             ),
             ToolEnv(
                 state=read.state,

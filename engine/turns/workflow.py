@@ -150,6 +150,11 @@ class Generation:
                 instances.append(InstanceInput(slot="director", text=text))
                 self.meta["director"] = text
         assembled, macros = self._assemble(instances)
+        # The page's macro writes open its staged log: the model's tool reads see them, and
+        # its tool writes count against the same per-page limit.
+        self.tools.env.staged[:0] = staged_from_macros(
+            [d.item for d in macros.mutations if isinstance(d.item, MacroMutation)]
+        )
         reply = await self._narrate(assembled)
         raw_full = self.options.previous_text + reply
         extracted = extract_memory_tags(raw_full, role="assistant")
@@ -166,10 +171,7 @@ class Generation:
             self.meta["memory_agent"] = (
                 "after commit" if self.options.memory_after_commit else "no memory service"
             )
-        writes = staged_from_macros(
-            [d.item for d in macros.mutations if isinstance(d.item, MacroMutation)]
-        )
-        writes.extend(self.tools.env.staged)
+        writes = list(self.tools.env.staged)
         self.meta[TIMED_STATE_META] = assembled.timed_state.to_json()
         self.meta["tool_records"] = [r.to_json() for r in self.tools.records]
         self.meta["usage"] = self.usage

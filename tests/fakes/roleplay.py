@@ -84,6 +84,7 @@ class _Session:
     current_branch: str = MAIN_BRANCH
     closed: bool = False
     note: AuthorNote | None = None
+    tools_global_writes: bool = False
 
 
 class FakeRoleplayService:
@@ -570,6 +571,14 @@ class FakeRoleplayService:
         self.calls.append(("set_author_note", (key, note)))
         session = self._session(key)
         session.note = check_note(note) if note is not None else None
+        return await self.session_info(key)
+
+    async def tools_global_writes(self, key: SessionKey) -> bool:
+        return self._session(key).tools_global_writes
+
+    async def set_tools_global_writes(self, key: SessionKey, allowed: bool) -> SessionInfo:
+        self.calls.append(("set_tools_global_writes", (key, allowed)))
+        self._session(key).tools_global_writes = allowed
         return await self.session_info(key)
 
     async def close_session(self, key: SessionKey) -> None:

@@ -96,7 +96,7 @@ def build_tavern(runner: DiscordRunner) -> app_commands.Group:
 
 
 def build_session(runner: DiscordRunner) -> app_commands.Group:
-    """``/session info|export|note|reset``."""
+    """``/session info|export|note|tools|reset``."""
     group = app_commands.Group(name="session", description="This channel's session")
     service = runner.service
 
@@ -192,6 +192,26 @@ def build_session(runner: DiscordRunner) -> app_commands.Group:
             await service.set_author_note(place.key, changed)
             await answer(interaction, f"Set. {describe_note(changed)}")
 
+    @group.command(
+        name="tools", description="Show or set what the model's tools may write (game master)"
+    )
+    @app_commands.describe(
+        global_writes="Let the model's tools write global variables, which every session of "
+        "this server sees (default: no)"
+    )
+    async def tools(interaction: discord.Interaction, global_writes: bool | None = None) -> None:
+        async with guard(interaction):
+            place = place_of_interaction(interaction)
+            if global_writes is None:
+                await require_binding(runner, place)
+                allowed = await service.tools_global_writes(place.key)
+                await answer(interaction, _tool_scopes(allowed))
+                return
+            require_game_master(runner, interaction)
+            await require_binding(runner, place)
+            await service.set_tools_global_writes(place.key, global_writes)
+            await answer(interaction, f"Set. {_tool_scopes(global_writes)}")
+
     @group.command(name="reset", description="Start over on a fresh main branch (game master)")
     async def reset(interaction: discord.Interaction) -> None:
         async with guard(interaction):
@@ -204,6 +224,15 @@ def build_session(runner: DiscordRunner) -> app_commands.Group:
             await answer(interaction, "The story starts over. Earlier floors are kept, hidden.")
 
     return group
+
+
+def _tool_scopes(global_writes: bool) -> str:
+    if global_writes:
+        return "The model's tools may write page, floor, branch, chat and global variables."
+    return (
+        "The model's tools may write page, floor, branch and chat variables "
+        "(global: refused; a game master can allow it with `/session tools global_writes:True`)."
+    )
 
 
 def build_persona(runner: DiscordRunner) -> app_commands.Group:

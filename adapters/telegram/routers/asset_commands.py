@@ -1,8 +1,10 @@
 """Slash commands about what a session is made of: its character, preset and world books (sent
-as files to change them), your persona, what the story remembers, and the Author's Note.
+as files to change them), your persona, what the story remembers, the Author's Note and what
+the model's tools may write.
 
 They share the plumbing of :class:`adapters.telegram.routers.commands.CommandRouter`: reads are
-open to every member; in groups, setting the Author's Note needs admin rights.
+open to every member; in groups, setting the Author's Note needs admin rights, and ``/tools``
+is for admins only (global variables are shared by every session of the chat's realm).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from engine.turns.notes import USAGE, describe_note, parse_note_command
 
 
 def build(frontend: Frontend) -> Router:
-    """The router for /character, /preset, /worldbook, /persona, /memory and /note."""
+    """The router for /character, /preset, /worldbook, /persona, /memory, /note and /tools."""
     commands = CommandRouter(frontend, "telegram-asset-commands")
     reply, command = commands.reply, commands.command
     service = frontend.service
@@ -117,4 +119,29 @@ def build(frontend: Frontend) -> Router:
         await service.set_author_note(where.key, parsed.note)
         await reply(message, bot, f"Set. {describe_note(parsed.note)}")
 
+    @command("tools")
+    async def tools(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
+        words = (cmd.args or "").lower().split()
+        if not words:
+            await reply(message, bot, _tool_scopes(await service.tools_global_writes(where.key)))
+            return
+        if len(words) != 2 or words[0] != "global" or words[1] not in _SWITCH:
+            await reply(message, bot, "Usage: /tools, /tools global on, /tools global off")
+            return
+        allowed = _SWITCH[words[1]]
+        await service.set_tools_global_writes(where.key, allowed)
+        await reply(message, bot, f"Set. {_tool_scopes(allowed)}")
+
     return commands.router
+
+
+_SWITCH = {"on": True, "off": False}
+
+
+def _tool_scopes(global_writes: bool) -> str:
+    if global_writes:
+        return "The model's tools may write page, floor, branch, chat and global variables."
+    return (
+        "The model's tools may write page, floor, branch and chat variables "
+        "(global: refused; an admin can allow it with /tools global on)."
+    )

@@ -5,8 +5,9 @@ The commands about what a session is made of (character, preset, world books, pe
 memories, Author's Note) are in :mod:`adapters.telegram.routers.asset_commands`.
 
 Reads are open to every member; in groups, commands that change the session (binding,
-variables, reset, branching, setting the Author's Note) need admin rights. Answers go to the
-chat (in a topic, to the topic) as escaped plain text, split at Telegram's limit.
+variables, reset, branching, setting the Author's Note, the tools' write scopes) need admin
+rights. Answers go to the chat (in a topic, to the topic) as escaped plain text, split at
+Telegram's limit.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ COMMANDS: dict[str, str] = {
     "persona": "Who you are: /persona [Name | description] or /persona clear",
     "memory": "What the story remembers: /memory [search words]",
     "note": "Author's Note: /note, /note off, /note [depth=N] [role=NAME] text",
+    "tools": "What the model's tools may write: /tools, /tools global on|off",
     "regen": "Regenerate the latest reply",
     "branch": "Reply to a message with /branch to fork the story there",
     "branches": "List branches and switch between them",
@@ -63,7 +65,7 @@ COMMANDS: dict[str, str] = {
     "preview": "Evaluate macros: /preview text",
     "dryrun": "Show the prompt a message would get: /dryrun text",
 }
-WRITES = frozenset({"start", "setvar", "delvar", "reset", "branch"})
+WRITES = frozenset({"start", "setvar", "delvar", "reset", "branch", "tools"})
 GROUP_READS = (
     "info",
     "vars",
