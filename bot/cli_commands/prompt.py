@@ -32,6 +32,7 @@ from engine.prompt.budget import EstimateCounter, TokenCounter
 from engine.prompt.inputs import AssemblyInput, CharacterFields, HistoryLine, ListHistory
 from engine.prompt.ir import MODES
 from engine.prompt.macro_port import EngineMacros, macro_context
+from engine.prompt.regex_budget import RegexBudget
 from engine.prompt.regex_port import ScriptRegex
 from engine.prompt.wi_sources import BookSource
 
@@ -161,8 +162,10 @@ def build_result(args: argparse.Namespace) -> tuple[AssemblyResult, EngineMacros
         character, user_name=args.user, recent=lines, user_input=args.message, chat_id=card_source
     )
     macros = EngineMacros(context, phase="dry_run", trace=True)
-    # Scripts see the same macros as the prompt ({{char}} in a replacement, substituteRegex).
-    regex = ScriptRegex(scripts, macros)
+    # Scripts see the same macros as the prompt ({{char}} in a replacement, substituteRegex),
+    # and share one regex budget with the world info keys, as a turn does.
+    budget = RegexBudget()
+    regex = ScriptRegex(scripts, macros, budget=budget)
     inp = AssemblyInput(
         preset=preset,
         character=character,
@@ -174,7 +177,9 @@ def build_result(args: argparse.Namespace) -> tuple[AssemblyResult, EngineMacros
         max_context=args.max_context,
         dry_run=True,
     )
-    result = assemble(inp, macros=macros, regex=regex, tokens=_token_counter(preset))
+    result = assemble(
+        inp, macros=macros, regex=regex, tokens=_token_counter(preset), regex_budget=budget
+    )
     # Each message already names its script.
     return result, macros, regex.messages
 

@@ -33,6 +33,7 @@ from engine.prompt.ir import BudgetReport, IRMessage, PromptIR
 from engine.prompt.native import PromptGraph, plan_native
 from engine.prompt.plan import Plan
 from engine.prompt.prepare import Prepared, prepare
+from engine.prompt.regex_budget import RegexBudget
 from engine.prompt.regex_port import ScriptRegex
 from engine.prompt.wi_output import WorldInfoResult
 from engine.prompt.wi_timed import TimedState
@@ -60,6 +61,7 @@ def assemble(
     scripts: Sequence[RegexScript] | None = None,
     tokens: TokenCounter | None = None,
     graph: PromptGraph | None = None,
+    regex_budget: RegexBudget | None = None,
 ) -> AssemblyResult:
     """Assemble the prompt for one generation. ``macros`` expands macros (raw text when
     ``None``), ``regex`` runs the prompt-channel regex scripts, ``tokens`` counts tokens (a
@@ -69,16 +71,25 @@ def assemble(
     ``scripts`` (global, preset, then character) is the simpler way to give the regex scripts:
     they then run through a :class:`~engine.prompt.regex_port.ScriptRegex` whose macros
     ({{match}}-style replacements, trim strings, ``substituteRegex`` find patterns) are
-    expanded by ``macros``, and their warnings join the prompt's. It replaces ``regex``."""
+    expanded by ``macros``, and their warnings join the prompt's. It replaces ``regex``.
+
+    ``regex_budget`` is the turn's total for regex work, shared by those scripts and the world
+    info regex keys (a fresh :class:`~engine.prompt.regex_budget.RegexBudget` when ``None``, so
+    every assembly is bounded); when it ran out, its one warning joins the prompt's. A caller
+    passing its own ``regex`` gives it the same budget."""
     renderer = macros or RawMacros()
-    script_regex = ScriptRegex(scripts, renderer) if scripts is not None else None
+    budget = regex_budget if regex_budget is not None else RegexBudget()
+    script_regex = ScriptRegex(scripts, renderer, budget=budget) if scripts is not None else None
     counter = tokens or EstimateCounter()
-    prep = prepare(inp, renderer, script_regex or regex, counter)
+    prep = prepare(inp, renderer, script_regex or regex, counter, regex_budget=budget)
     plan = plan_native(prep, graph) if inp.mode == "native" else plan_compat(prep)
     result = _fill(prep, plan)
-    if script_regex is not None and script_regex.warnings:
-        ir = replace(result.ir, warnings=result.ir.warnings + tuple(script_regex.messages))
-        result = replace(result, ir=ir)
+    extra = tuple(script_regex.messages) if script_regex is not None else ()
+    exhausted = budget.warning()
+    if exhausted is not None:
+        extra += (exhausted,)
+    if extra:
+        result = replace(result, ir=replace(result.ir, warnings=result.ir.warnings + extra))
     return result
 
 

@@ -138,7 +138,9 @@ def js_replace(
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError("regex replacement took too long")
-        found = compiled.pattern.search(text, pos, timeout=remaining)
+        # concurrent=True: the GIL is released while matching, so a backtracking pattern in a
+        # worker thread does not starve the event loop's thread.
+        found = compiled.pattern.search(text, pos, timeout=remaining, concurrent=True)
         if found is None:
             break
         start, end = found.span()

@@ -26,6 +26,7 @@ from engine.prompt.inputs import (
     PromptRegex,
 )
 from engine.prompt.ir import Role, Section
+from engine.prompt.regex_budget import RegexBudget
 from engine.prompt.wi_output import ActivatedEntry, WorldInfoResult
 from engine.prompt.wi_sources import ScanSources
 from engine.prompt.worldinfo import WorldInfoRequest, scan_world_info
@@ -89,9 +90,14 @@ def _wi_sections(entries: tuple[ActivatedEntry, ...]) -> tuple[Section, ...]:
 
 
 def prepare(
-    inp: AssemblyInput, macros: MacroRenderer, regex: PromptRegex, counter: TokenCounter
+    inp: AssemblyInput,
+    macros: MacroRenderer,
+    regex: PromptRegex,
+    counter: TokenCounter,
+    *,
+    regex_budget: RegexBudget | None = None,
 ) -> Prepared:
-    """Run the mode-independent steps."""
+    """Run the mode-independent steps (world info regex keys draw on ``regex_budget``)."""
     preset = inp.preset
     max_context = inp.max_context or preset.openai_max_context
     response = preset.openai_max_tokens if inp.max_tokens is None else inp.max_tokens
@@ -146,14 +152,16 @@ def prepare(
         prep.render(note.text, "author_note", origin=GAME_MASTER) if note is not None else ""
     )
     prep.note_inserted = bool(note and note_text.strip() and note_due(note.interval, users))
-    _scan(prep, regex, note_text)
+    _scan(prep, regex, note_text, regex_budget)
     _author_note(prep, note_text)
     _extensions(prep)
     _examples(prep)
     return prep
 
 
-def _scan(prep: Prepared, regex: PromptRegex, note_text: str) -> None:
+def _scan(
+    prep: Prepared, regex: PromptRegex, note_text: str, regex_budget: RegexBudget | None
+) -> None:
     inp = prep.inp
     f = prep.fields
     injections: list[str] = []
@@ -192,6 +200,7 @@ def _scan(prep: Prepared, regex: PromptRegex, note_text: str) -> None:
         render=lambda text, source: prep.render(text, source, origin=GAME_MASTER),
         count_tokens=prep.counter.count,
         regex=lambda text, depth: regex(text, placement=PLACEMENT_WORLD_INFO, depth=depth),
+        regex_budget=regex_budget,
     )
     prep.env["outlets"] = prep.world_info.outlet_texts()
 

@@ -21,6 +21,7 @@ from engine.prompt.inputs import (
     MacroRenderer,
     Origin,
 )
+from engine.prompt.regex_budget import RegexBudget
 from engine.prompt.regex_run import REGEX_TIMEOUT_S, RegexWarning, apply_scripts
 
 # Chat text reaches the macro engine through a script's captures: it is rendered as player
@@ -56,8 +57,9 @@ class ScriptMacros:
 
 class ScriptRegex:
     """A :class:`~engine.prompt.inputs.PromptRegex` running ``scripts`` (global, preset, then
-    character, as given) in the prompt channel, each under ``timeout_s``. The warnings of
-    every run are kept in :attr:`warnings` (each once)."""
+    character, as given) in the prompt channel, each under ``timeout_s`` and all drawing on
+    ``budget`` (the turn's total for regex work, when given). The warnings of every run are kept
+    in :attr:`warnings` (each once)."""
 
     def __init__(
         self,
@@ -65,9 +67,11 @@ class ScriptRegex:
         macros: MacroRenderer,
         *,
         timeout_s: float = REGEX_TIMEOUT_S,
+        budget: RegexBudget | None = None,
     ) -> None:
         self.scripts = tuple(scripts)
         self.timeout_s = timeout_s
+        self.budget = budget
         self.warnings: list[RegexWarning] = []
         self._chat = ScriptMacros(macros, source="history.regex", origin=PLAYER)
         self._other = ScriptMacros(macros, source="regex", origin=GAME_MASTER)
@@ -84,6 +88,7 @@ class ScriptRegex:
             depth=depth,
             render_macros=self._chat if placement in CHAT_PLACEMENTS else self._other,
             timeout_s=self.timeout_s,
+            budget=self.budget,
         )
         for warning in run.warnings:
             if warning not in self.warnings:

@@ -10,7 +10,10 @@ replacement. Where ST's own code would throw (``$N`` naming the named-groups obj
 non-zero offset with trimStrings set) the script is skipped with a "script_error" warning.
 
 Every match runs under ``timeout_s``: a pattern that backtracks catastrophically is abandoned,
-the text is left as it was and a warning says which script was skipped.
+the text is left as it was and a warning says which script was skipped. With a turn's
+:class:`~engine.prompt.regex_budget.RegexBudget` each script also draws on the turn's total:
+it runs under ``min(timeout_s, what remains)``, and once nothing remains it is skipped (the
+budget's single warning names it).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import regex  # type: ignore[import-untyped]  # no stubs are installed
 from engine.formats.regex_scripts import RegexScript, SubstituteRegex
 from engine.prompt.js_translate import has_nested_quantifier
 from engine.prompt.jsregex import JsRegex, js_replace, parse_script_regex
+from engine.prompt.regex_budget import RegexBudget, run_allowance
 
 # Wall-clock bound for one script on one text (all its matches and replacements together).
 REGEX_TIMEOUT_S = 0.25
@@ -141,6 +145,7 @@ def apply_scripts(
     depth: int | None = None,
     render_macros: MacroRenderer | None = None,
     timeout_s: float = REGEX_TIMEOUT_S,
+    budget: RegexBudget | None = None,
 ) -> RegexRun:
     """Run every eligible script in order (the caller passes global, preset, then character).
 
@@ -148,12 +153,15 @@ def apply_scripts(
     "edit" for a stored message being edited, "display" for rendering (markdownOnly scripts)
     and "prompt" for the outgoing prompt (promptOnly scripts). ``depth`` is the message's
     distance from the end (0 = last); None skips the min/max depth checks, as ST does.
+    ``budget`` is the turn's total for regex work (see :func:`run_script`).
     """
     warnings: list[RegexWarning] = []
     for script in scripts:
         if not script_is_eligible(script, placement=placement, channel=channel, depth=depth):
             continue
-        run = run_script(script, text, render_macros=render_macros, timeout_s=timeout_s)
+        run = run_script(
+            script, text, render_macros=render_macros, timeout_s=timeout_s, budget=budget
+        )
         text = run.text
         warnings.extend(run.warnings)
     return RegexRun(text=text, warnings=tuple(warnings))
@@ -165,8 +173,14 @@ def run_script(
     *,
     render_macros: MacroRenderer | None = None,
     timeout_s: float = REGEX_TIMEOUT_S,
+    budget: RegexBudget | None = None,
 ) -> RegexRun:
-    """Run one script on ``text`` regardless of placement and channel (ST ``runRegexScript``)."""
+    """Run one script on ``text`` regardless of placement and channel (ST ``runRegexScript``).
+
+    With ``budget``, the script runs under ``min(timeout_s, what remains of it)`` and the time
+    it takes is charged to it; a script that finds the budget spent, or is cut short by it, is
+    skipped without a warning of its own (the budget's warning names it).
+    """
     if script.disabled or not script.find_regex or not text:
         return RegexRun(text=text)
     find = script.find_regex
@@ -180,13 +194,21 @@ def run_script(
             text=text,
             warnings=(_warning(script, "invalid_regex", f"cannot compile {find!r:.120}; inert"),),
         )
+    limit = run_allowance(budget, timeout_s)
+    if budget is not None and limit <= 0:
+        budget.skip(f"script {script.script_name!r}")
+        return RegexRun(text=text)
     trims = tuple(render_macros(t) if render_macros else t for t in script.trim_strings)
     replacer = _Replacer(compiled, script.replace_string, trims, render_macros, text)
+    started = budget.now() if budget is not None else 0.0
     try:
-        result = js_replace(compiled, text, replacer, timeout_s=timeout_s)
+        result = js_replace(compiled, text, replacer, timeout_s=limit)
     except _ScriptError as exc:
         return RegexRun(text=text, warnings=(_warning(script, "script_error", f"{exc}; skipped"),))
     except TimeoutError:
+        if budget is not None and limit < timeout_s:
+            budget.skip(f"script {script.script_name!r}")
+            return RegexRun(text=text)
         return RegexRun(
             text=text,
             warnings=(
@@ -195,6 +217,9 @@ def run_script(
                 ),
             ),
         )
+    finally:
+        if budget is not None:
+            budget.charge_since(started)
     return RegexRun(text=result)
 
 

@@ -15,6 +15,7 @@ from functools import lru_cache
 
 from engine.formats.worldbook import LOGIC_AND_ALL, LOGIC_AND_ANY, LOGIC_NOT_ALL, LOGIC_NOT_ANY
 from engine.prompt.jsregex import JsRegex
+from engine.prompt.regex_budget import RegexBudget
 from engine.prompt.wi_regex import compile_key_regex, key_regex_matches
 
 # SillyTavern's WI regex-key syntax: the whole key is /pattern/flags with these flags only.
@@ -74,14 +75,17 @@ def _whole_word(key: str) -> re.Pattern[str]:
     return re.compile(f"(?:^|{_NOT_WORD})({re.escape(key)})(?:\\Z|{_NOT_WORD})")
 
 
-def match_key(haystack: Haystack, key: str, options: MatchOptions) -> bool:
-    """Whether one (already macro-rendered) key matches the scan text."""
+def match_key(
+    haystack: Haystack, key: str, options: MatchOptions, budget: RegexBudget | None = None
+) -> bool:
+    """Whether one (already macro-rendered) key matches the scan text. A regex key draws on
+    the turn's ``budget`` (when given) and does not match once it is spent."""
     key = key.strip()
     if not key:
         return False
     compiled = parse_regex_key(key)
     if compiled is not None:
-        return key_regex_matches(compiled, haystack.text)
+        return key_regex_matches(compiled, haystack.text, budget=budget)
     text = haystack.text if options.case_sensitive else haystack.lower
     needle = key if options.case_sensitive else key.lower()
     if options.match_whole_words and not _JS_WHITESPACE.search(needle):
@@ -90,14 +94,19 @@ def match_key(haystack: Haystack, key: str, options: MatchOptions) -> bool:
 
 
 def secondary_passes(
-    haystack: Haystack, keys: tuple[str, ...], logic: int, options: MatchOptions, render: KeyRender
+    haystack: Haystack,
+    keys: tuple[str, ...],
+    logic: int,
+    options: MatchOptions,
+    render: KeyRender,
+    budget: RegexBudget | None = None,
 ) -> bool:
     """SillyTavern's secondary-key logic (AND ANY, NOT ALL, NOT ANY, AND ALL), evaluated in
     key order with the same early exits."""
     has_any = False
     has_all = True
     for raw in keys:
-        hit = match_key(haystack, render(raw), options)
+        hit = match_key(haystack, render(raw), options, budget)
         has_any = has_any or hit
         has_all = has_all and hit
         if logic == LOGIC_AND_ANY and hit:
@@ -118,15 +127,16 @@ def score_entry(
     logic: int,
     options: MatchOptions,
     render: KeyRender,
+    budget: RegexBudget | None = None,
 ) -> int:
     """The inclusion-group score: matching primary keys, plus matching secondary keys for
     AND ANY (always) and AND ALL (only when all of them match)."""
-    primary = sum(1 for k in keys if match_key(haystack, render(k), options))
+    primary = sum(1 for k in keys if match_key(haystack, render(k), options, budget))
     if not keys:
         return 0
     if not secondary:
         return primary
-    hits = sum(1 for k in secondary if match_key(haystack, render(k), options))
+    hits = sum(1 for k in secondary if match_key(haystack, render(k), options, budget))
     if logic == LOGIC_AND_ANY:
         return primary + hits
     if logic == LOGIC_AND_ALL:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from engine.formats.worldbook import POS_AT_DEPTH, WorldBook, WorldEntry
+from engine.prompt.regex_budget import RegexBudget
 from engine.prompt.wi_groups import Candidate, filter_by_groups
 from engine.prompt.wi_match import (
     Haystack,
@@ -125,11 +126,13 @@ def scan_world_info(
     render: TextHook = _identity,
     count_tokens: Callable[[str], int] = _rough_tokens,
     regex: RegexHook = _no_regex,
+    regex_budget: RegexBudget | None = None,
 ) -> WorldInfoResult:
     """Run the activation loop. ``render(text, source)`` expands macros in keys and content,
     ``count_tokens`` measures the budget, ``regex(text, depth)`` runs the WORLD_INFO regex
-    scripts on activated content (depth only for @depth entries)."""
-    return _Scan(request, render, count_tokens, regex).run()
+    scripts on activated content (depth only for @depth entries). Regex keys draw on the
+    turn's ``regex_budget`` (when given) and stop matching once it is spent."""
+    return _Scan(request, render, count_tokens, regex, regex_budget).run()
 
 
 class _Scan:
@@ -139,8 +142,10 @@ class _Scan:
         render: TextHook,
         count_tokens: Callable[[str], int],
         regex: RegexHook,
+        regex_budget: RegexBudget | None = None,
     ) -> None:
         self.req = request
+        self.regex_budget = regex_budget
         self.settings = request.settings
         self.render = render
         self.count_tokens = count_tokens
@@ -261,10 +266,13 @@ class _Scan:
             return False
         hay = self.haystack(e, state)
         opts = self.options(e)
-        if not any(match_key(hay, self.key_text(k), opts) for k in e.keys):
+        budget = self.regex_budget
+        if not any(match_key(hay, self.key_text(k), opts, budget) for k in e.keys):
             return False
         if e.selective and e.secondary_keys:
-            return secondary_passes(hay, e.secondary_keys, e.selective_logic, opts, self.key_text)
+            return secondary_passes(
+                hay, e.secondary_keys, e.selective_logic, opts, self.key_text, budget
+            )
         return True
 
     def run(self) -> WorldInfoResult:
@@ -378,6 +386,7 @@ class _Scan:
             entry.selective_logic,
             self.options(entry),
             self.key_text,
+            self.regex_budget,
         )
 
 

@@ -9,6 +9,7 @@ the floor before).
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -30,6 +31,7 @@ from engine.prompt.inputs import (
     HistoryLine,
     ListHistory,
 )
+from engine.prompt.regex_budget import RegexBudget
 from engine.prompt.regex_run import apply_scripts
 from engine.prompt.wi_sources import BookSource
 from engine.prompt.wi_timed import TimedState
@@ -391,11 +393,25 @@ def card_fields(assets: SessionAssets) -> dict[str, str]:
     }
 
 
-def stored_input(message: NewMessage, scripts: Sequence[RegexScript]) -> NewMessage:
+def stored_input(
+    message: NewMessage, scripts: Sequence[RegexScript], budget: RegexBudget | None = None
+) -> NewMessage:
     """A user's message as SillyTavern stores it: the user-input regex scripts of the store
-    channel applied, and the display channel's for what platforms show."""
+    channel applied, and the display channel's for what platforms show. The runs draw on the
+    turn's regex ``budget`` when one is given."""
     if not scripts:
         return message
-    raw = apply_scripts(message.raw, scripts, placement=PLACEMENT_USER_INPUT, channel="store").text
-    shown = apply_scripts(raw, scripts, placement=PLACEMENT_USER_INPUT, channel="display").text
-    return replace(message, raw=raw, display=shown)
+    place = PLACEMENT_USER_INPUT
+    raw = apply_scripts(message.raw, scripts, placement=place, channel="store", budget=budget)
+    shown = apply_scripts(raw.text, scripts, placement=place, channel="display", budget=budget)
+    return replace(message, raw=raw.text, display=shown.text)
+
+
+async def stored_inputs(
+    messages: Sequence[NewMessage], scripts: Sequence[RegexScript], budget: RegexBudget
+) -> list[NewMessage]:
+    """:func:`stored_input` for each message, in a worker thread when there are scripts to
+    run (their cost is the turn's regex budget, which must not hold the event loop)."""
+    if not scripts:
+        return list(messages)
+    return await asyncio.to_thread(lambda: [stored_input(m, scripts, budget) for m in messages])
