@@ -33,7 +33,7 @@ from engine.macros.diagnostics import (
     Mutation,
     Phase,
 )
-from engine.prompt.inputs import GAME_MASTER, PLAYER, CharacterFields, HistoryLine, Origin, Persona
+from engine.prompt.inputs import GAME_MASTER, CharacterFields, HistoryLine, Origin, Persona
 from engine.variables.values import MAX_WRITES_PER_PAGE
 
 # How many recent messages the macro context carries ({{lastMessage}} and friends need only
@@ -182,11 +182,6 @@ class EngineMacros:
                 )
             )
         return result.text
-
-    @property
-    def staged_writes(self) -> int:
-        """How many variable writes the page's macros staged so far."""
-        return len(self.mutations)
 
 
 def macro_context(

@@ -11,14 +11,14 @@ from engine.prompt.examples import parse_mes_examples
 from engine.prompt.history import CursorWindow, HistoryCursor
 from engine.prompt.inchat import ExtensionPrompt, section
 from engine.prompt.inputs import (
+    GAME_MASTER,
     NOTE_IN_CHAT,
     PERSONA_AT_DEPTH,
     PERSONA_BOTTOM_AN,
     PERSONA_TOP_AN,
     PLACEMENT_WORLD_INFO,
-    ROLE_BY_NUMBER,
-    GAME_MASTER,
     PLAYER,
+    ROLE_BY_NUMBER,
     AssemblyInput,
     HistoryLine,
     MacroRenderer,

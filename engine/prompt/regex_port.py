@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 
 from engine.formats.regex_scripts import RegexScript
 from engine.prompt.inputs import (
+    GAME_MASTER,
     PLACEMENT_AI_OUTPUT,
     PLACEMENT_USER_INPUT,
-    GAME_MASTER,
     PLAYER,
     EscapingMacroRenderer,
     MacroRenderer,

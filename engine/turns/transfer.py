@@ -350,7 +350,7 @@ async def dry_run(
         on_text=None,
         where={"branch": branch.name, "floor": head + 1, "dry_run": True},
     )
-    result, macros = generation.assemble_only()
+    result, macros = await generation.assemble_only()
     return {
         "mode": result.ir.mode,
         "messages": [m.to_json() for m in result.ir.messages],

@@ -14,6 +14,7 @@ from engine.incidents import TURN_FAILED, internal_error
 from engine.memory.lineage import Viewpoint
 from engine.memory.scoping import viewpoint_for
 from engine.prompt.inputs import MemoryItem
+from engine.prompt.regex_budget import RegexBudget
 from engine.timeline.errors import BranchBusyError, TimelineNotFoundError
 from engine.timeline.service import MAX_INPUTS_PER_FLOOR, open_generating
 from engine.timeline.values import (
@@ -32,7 +33,7 @@ from engine.turns.base import (
     ServiceBase,
     SessionIds,
 )
-from engine.turns.context import TurnRead, card_fields, load_assets, read_turn, stored_input
+from engine.turns.context import TurnRead, card_fields, load_assets, read_turn, stored_inputs
 from engine.turns.errors import NothingToDoError, TurnFailedError
 from engine.turns.profiles import (
     COMPAT_STRICT,
@@ -80,6 +81,8 @@ class TurnOps(ServiceBase):
             )
             for line in lines
         ]
+        # One total for the turn's regex work: the input's store run, then the assembly.
+        regex_budget = RegexBudget()
         async with self.locks.hold(ids.session_id, branch):
             floor: Floor | None = None
             page: Page | None = None
@@ -94,7 +97,7 @@ class TurnOps(ServiceBase):
                     if current is None:
                         raise TimelineNotFoundError(f"branch {branch!r} no longer exists")
                     assets = await load_assets(uow, session)
-                    inputs = [stored_input(m, assets.scripts) for m in inputs]
+                    inputs = await stored_inputs(inputs, assets.scripts, regex_budget)
                     new = await open_generating(
                         uow, current, branches, inputs, owner=self.timeline.owner
                     )
@@ -122,7 +125,16 @@ class TurnOps(ServiceBase):
                     page=page, floor=floor, branch=current, realm_id=session.realm_id
                 )
                 return await self._run(
-                    key, ids, target, floor, page, "respond", on_text, read=read, known=known
+                    key,
+                    ids,
+                    target,
+                    floor,
+                    page,
+                    "respond",
+                    on_text,
+                    read=read,
+                    known=known,
+                    regex_budget=regex_budget,
                 )
             except BaseException as exc:
                 if floor is None and _records_a_failed_floor(exc):
@@ -199,6 +211,7 @@ class TurnOps(ServiceBase):
                 read = await read_turn(uow, session=session, floor=floor, mode=mode)
         session = read.session
         settings = session.settings
+        regex_budget: RegexBudget | None = None,
         snapshot = self._snapshot(session, read.assets.profiles)
         stages = stages_for_turn(settings.prompt_mode, _enabled_slots(settings))
         view = viewpoint_for(session, branch, read.branches, floor.seq) if self.memory else None
@@ -253,6 +266,7 @@ class TurnOps(ServiceBase):
         )
         await self.timeline.commit_page(
             page.id, messages=[reply], writes=generated.writes, meta=generated.meta, known=known
+            regex_budget=regex_budget,
         )
         self._emit("message.appended", **where, role="assistant", text=generated.display)
         if self.memory is not None and view is not None and "memory_agent" in stages:

@@ -10,6 +10,7 @@ Nothing here touches storage; a failure raises and the caller fails the page.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +41,8 @@ from engine.prompt.inputs import (
     Persona,
 )
 from engine.prompt.macro_port import EngineMacros, macro_context, player_access
-from engine.prompt.regex_run import Channel, apply_scripts
+from engine.prompt.regex_budget import EXHAUSTED, RegexBudget
+from engine.prompt.regex_run import Channel, RegexRun, apply_scripts
 from engine.prompt.tokens import counter_for_model
 from engine.redaction import redact_text
 from engine.turns.api import OnText
@@ -59,6 +61,8 @@ from engine.variables.values import Mutation, Scope
 ModelFor = Callable[[LLMProfile], ChatModel]
 MAX_INSTANCE_CHARS: Final = 4_000
 """Director or verifier text kept at most."""
+MAX_META_WARNINGS: Final = 50
+"""Most prompt and regex warnings a page's meta keeps."""
 DIRECTOR_PROMPT: Final = (
     "You direct a role-play. In one or two sentences, tell the narrator what should happen "
     "next. Do not write the story yourself."
@@ -124,8 +128,13 @@ class Generation:
         events: EventSink,
         on_text: OnText | None,
         where: Mapping[str, Any],
+        regex_budget: RegexBudget | None = None,
     ) -> None:
         self.read = read
+        # One budget for all of this turn's regex work (the input's store run may have drawn
+        # on it already), in the assembly's worker thread and in post-processing alike.
+        self.regex_budget = regex_budget if regex_budget is not None else RegexBudget()
+        self.warnings: list[str] = []
         self.options = options
         self.model_for = model_for
         self.tools = tools
@@ -149,12 +158,13 @@ class Generation:
             if text:
                 instances.append(InstanceInput(slot="director", text=text))
                 self.meta["director"] = text
-        assembled, macros = self._assemble(instances)
+        assembled, macros = await self._assemble_off_loop(instances)
         # The page's macro writes open its staged log: the model's tool reads see them, and
         # its tool writes count against the same per-page limit.
         self.tools.env.staged[:0] = staged_from_macros(
             [d.item for d in macros.mutations if isinstance(d.item, MacroMutation)]
         )
+        self.warnings.extend(w for w in assembled.ir.warnings if not w.startswith(EXHAUSTED))
         reply = await self._narrate(assembled)
         raw_full = self.options.previous_text + reply
         extracted = extract_memory_tags(raw_full, role="assistant")
@@ -162,8 +172,7 @@ class Generation:
             summaries = [{"tag": i.tag, "text": i.text} for i in extracted.items]
             self.meta["summaries"] = summaries
             self.emit("memory.extracted", items=summaries, source="summary_tags")
-        stored = self._regex(extracted.visible_text, "store")
-        display = self._regex(stored, "display")
+        stored, display = await self._post_regex(extracted.visible_text)
         if "verifier" in self.options.stages:
             verdict = await self._instance("verifier", VERIFIER_PROMPT, stored)
             self.meta["verifier"] = _verdict(verdict)
@@ -181,6 +190,11 @@ class Generation:
         }
         if macros.warnings:
             self.meta["macro_warnings"] = [w.to_json() for w in macros.warnings[:50]]
+        exhausted = self.regex_budget.warning()  # once, counting the whole turn's skips
+        if exhausted is not None:
+            self.warnings.append(exhausted)
+        if self.warnings:
+            self.meta["warnings"] = list(dict.fromkeys(self.warnings))[:MAX_META_WARNINGS]
         return Generated(
             raw=stored,
             display=display,
@@ -190,6 +204,25 @@ class Generation:
         )
 
     # ------------------------------------------------------------------ assembly
+
+    async def _assemble_off_loop(
+        self, instances: list[InstanceInput]
+    ) -> tuple[AssemblyResult, EngineMacros]:
+        """Assemble in a worker thread, so a costly prompt (regex scripts and keys, macros,
+        token counts) never holds the event loop and other sessions' turns go on meanwhile.
+
+        The thread touches only this turn's values and caches that lock (templates, token
+        counts) or are idempotent (compiled patterns); events are emitted here, on the loop,
+        once it returns. A cancelled turn stops waiting at once; the thread then ends within
+        the assembly's own bounds (the regex budget, macro limits).
+        """
+        result, macros = await asyncio.to_thread(self._assemble, instances)
+        if result.world_info.activated:
+            self.emit(
+                "worldbook.matched",
+                entries=[e.to_json() for e in result.world_info.activated],
+            )
+        return result, macros
 
     def _assemble(self, instances: list[InstanceInput]) -> tuple[AssemblyResult, EngineMacros]:
         read = self.read
@@ -246,17 +279,14 @@ class Generation:
             macros=macros,
             scripts=assets.scripts,
             tokens=counter_for_model(narrator.model),
+            regex_budget=self.regex_budget,
         )
-        if result.world_info.activated:
-            self.emit(
-                "worldbook.matched",
-                entries=[e.to_json() for e in result.world_info.activated],
-            )
         return result, macros
 
-    def assemble_only(self) -> tuple[AssemblyResult, EngineMacros]:
-        """Only the prompt (a dry run): no model call, nothing staged for a commit."""
-        return self._assemble([])
+    async def assemble_only(self) -> tuple[AssemblyResult, EngineMacros]:
+        """Only the prompt (a dry run): no model call, nothing staged for a commit; off the
+        event loop like a turn's assembly."""
+        return await self._assemble_off_loop([])
 
     # ------------------------------------------------------------------ the narrator
 
@@ -382,14 +412,31 @@ class Generation:
         total["prompt_tokens"] += usage.prompt_tokens
         total["completion_tokens"] += usage.completion_tokens
 
-    def _regex(self, text: str, channel: Channel) -> str:
+    async def _post_regex(self, text: str) -> tuple[str, str]:
+        """The reply's store and display texts: the AI-output scripts of both channels, run in
+        a worker thread on this turn's regex budget; events are emitted back on the loop."""
+        if not self.read.assets.scripts:
+            return text, text
+        stored, display = await asyncio.to_thread(self._post_regex_runs, text)
+        for before, run, channel in ((text, stored, "store"), (stored.text, display, "display")):
+            self.warnings.extend(w.message for w in run.warnings)
+            if run.text != before:
+                self.emit("regex.applied", channel=channel, before=before, after=run.text)
+        return stored.text, display.text
+
+    def _post_regex_runs(self, text: str) -> tuple[RegexRun, RegexRun]:
+        stored = self._regex(text, "store")
+        return stored, self._regex(stored.text, "display")
+
+    def _regex(self, text: str, channel: Channel) -> RegexRun:
         scripts: Sequence[RegexScript] = self.read.assets.scripts
-        if not scripts:
-            return text
-        run = apply_scripts(text, scripts, placement=PLACEMENT_AI_OUTPUT, channel=channel)
-        if run.text != text:
-            self.emit("regex.applied", channel=channel, before=text, after=run.text)
-        return run.text
+        return apply_scripts(
+            text,
+            scripts,
+            placement=PLACEMENT_AI_OUTPUT,
+            channel=channel,
+            budget=self.regex_budget,
+        )
 
 
 def _verdict(text: str) -> dict[str, Any]:
