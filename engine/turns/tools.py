@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from engine.ports import Clock, RandomSource, ToolCall, ToolSpec
@@ -424,11 +424,22 @@ class ToolBox:
         if not self.policy.enabled or self.policy.max_steps == 0:
             return ()
         return tuple(
-            tool.spec
+            self._offered(tool)
             for tool in self._tools.values()
             if self.policy.permits(slot, tool.spec.name)
             and (tool.side_effect != "irreversible" or self.policy.allow_irreversible)
         )
+
+    def _offered(self, tool: Tool) -> ToolSpec:
+        """The tool's spec, its ``scope`` choices cut to the scopes the policy lets it write
+        (so the model is not offered ``global`` where a write there would be refused)."""
+        if not tool.writes_scope or "global" in self.policy.write_scopes:
+            return tool.spec
+        params = dict(tool.spec.parameters)
+        properties = dict(params.get("properties", {}))
+        properties["scope"] = {**_SCOPE_PROP, "enum": list(self.policy.write_scopes)}
+        params["properties"] = properties
+        return replace(tool.spec, parameters=params)
 
     async def call(self, slot: str, call: ToolCall, *, step: int) -> ToolRecord:
         """Run one call (or refuse it) and record it; the record's ``result`` is what the

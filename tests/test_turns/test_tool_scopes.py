@@ -153,3 +153,17 @@ async def test_past_the_page_write_cap_writes_are_refused_and_the_turn_commits(
     [record] = meta["tool_records"]
     assert record["status"] == "error" and "MAX_WRITES_PER_PAGE" in record["result"]
     assert any("MAX_WRITES_PER_PAGE" in w["message"] for w in meta["macro_warnings"])
+
+
+def test_the_model_is_offered_only_the_scopes_it_may_write() -> None:
+    def scopes(policy: t.ToolPolicy) -> list[str]:
+        [spec] = [s for s in box(policy).specs("narrator") if s.name == "set_variable"]
+        return list(spec.parameters["properties"]["scope"]["enum"])
+
+    assert scopes(t.ToolPolicy(enabled=True)) == list(t.TOOL_WRITE_SCOPES)
+    assert scopes(t.ToolPolicy(enabled=True, allow_global=True))[-1] == "global"
+    # get_variable still reads every scope.
+    [getter] = [
+        s for s in box(t.ToolPolicy(enabled=True)).specs("narrator") if s.name == "get_variable"
+    ]
+    assert "global" in getter.parameters["properties"]["scope"]["enum"]
