@@ -35,7 +35,7 @@ from engine.turns.profiles import (
     ProfileSnapshot,
     SlotPattern,
 )
-from engine.turns.tools import ToolPolicy
+from engine.turns.tools import TOOLS_GLOBAL_WRITES, ToolPolicy
 from engine.turns.views import page_number, shown_index, views_of
 from engine.variables import store
 
@@ -355,6 +355,11 @@ def check_settings(changes: Mapping[str, Any]) -> None:
         )
     if AUTHOR_NOTE in changes:
         check_note_setting(changes[AUTHOR_NOTE])
+    allowed = changes.get(TOOLS_GLOBAL_WRITES)
+    if allowed is not None and not isinstance(allowed, bool):
+        raise ConfigurationError(
+            f"session setting {TOOLS_GLOBAL_WRITES} must be true or false, not {allowed!r}"
+        )
     if "tools" in changes:
         try:
             ToolPolicy.from_json(changes["tools"], default_enabled=False)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from engine.errors import ConfigurationError
 from engine.ports import ToolCall
 from engine.turns import tools as t
 from engine.turns.api import MAIN_BRANCH
@@ -167,3 +168,9 @@ def test_the_model_is_offered_only_the_scopes_it_may_write() -> None:
         s for s in box(t.ToolPolicy(enabled=True)).specs("narrator") if s.name == "get_variable"
     ]
     assert "global" in getter.parameters["properties"]["scope"]["enum"]
+
+
+async def test_the_switch_takes_only_true_or_false(service: TavernService) -> None:
+    with pytest.raises(ConfigurationError, match="tools_global_writes must be true or false"):
+        await service.configure(KEY, **{t.TOOLS_GLOBAL_WRITES: "yes"})
+    assert not await service.tools_global_writes(KEY)
