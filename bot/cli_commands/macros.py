@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 from engine.errors import FormatError
-from engine.formats.json_input import loads
+from engine.formats.json_input import decode_text, loads
 from engine.macros import PHASES, MacroContext, evaluate
 from engine.macros.envjson import run_case
 
@@ -140,10 +140,13 @@ def _eval(args: argparse.Namespace) -> int:
         stream = getattr(sys.stdin, "buffer", sys.stdin)
         eval_lines(stream, sys.stdout)
         return 0
+    raw = getattr(sys.stdin, "buffer", sys.stdin).read()
     try:
-        case = json.loads(sys.stdin.read())
-    except ValueError as exc:
-        print(f"tavernbot: stdin is not a JSON object: {exc}", file=sys.stderr)
+        case = loads(
+            raw if isinstance(raw, str) else decode_text(raw, source="stdin"), source="stdin"
+        )
+    except FormatError as exc:
+        print(f"tavernbot: {exc}", file=sys.stderr)
         return 2
     result = run_case(case)
     print(json.dumps(_finite(result), ensure_ascii=False, indent=2, allow_nan=False))

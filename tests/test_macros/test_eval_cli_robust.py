@@ -116,3 +116,18 @@ def test_bytes_that_are_not_utf8_and_deep_nesting_are_error_lines(tmp_path: Path
     assert out[0]["error"].startswith("line 1: ") and "UTF-8" in out[0]["error"]
     assert out[1]["error"].startswith("line 2: ") and "depth" in out[1]["error"].lower()
     assert out[2]["text"] == "Ann ok"
+
+
+def test_the_single_object_form_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
+    for data, problem in ((b'{"template": "\\ud800"}', "surrogate"), (b"caf\xe9", "UTF-8")):
+        done = subprocess.run(
+            [sys.executable, "-m", "bot", "macros", "eval"],
+            input=data,
+            capture_output=True,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            check=False,
+        )
+        err = done.stderr.decode("utf-8")
+        assert done.returncode == 2 and done.stdout == b""
+        assert err.count("\n") == 1 and problem in err and "Traceback" not in err
