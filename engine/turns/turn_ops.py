@@ -204,6 +204,7 @@ class TurnOps(ServiceBase):
         read: TurnRead | None = None,
         previous_text: str = "",
         known: PageContext | None = None,
+        regex_budget: RegexBudget | None = None,
     ) -> ReplyView:
         if read is None:
             async with self.storage.unit_of_work() as uow:
@@ -211,7 +212,6 @@ class TurnOps(ServiceBase):
                 read = await read_turn(uow, session=session, floor=floor, mode=mode)
         session = read.session
         settings = session.settings
-        regex_budget: RegexBudget | None = None,
         snapshot = self._snapshot(session, read.assets.profiles)
         stages = stages_for_turn(settings.prompt_mode, _enabled_slots(settings))
         view = viewpoint_for(session, branch, read.branches, floor.seq) if self.memory else None
@@ -259,6 +259,7 @@ class TurnOps(ServiceBase):
             events=self.events,
             on_text=on_text,
             where=where,
+            regex_budget=regex_budget,
         ).run()
         character = read.assets.character.name
         reply = NewMessage(
@@ -266,7 +267,6 @@ class TurnOps(ServiceBase):
         )
         await self.timeline.commit_page(
             page.id, messages=[reply], writes=generated.writes, meta=generated.meta, known=known
-            regex_budget=regex_budget,
         )
         self._emit("message.appended", **where, role="assistant", text=generated.display)
         if self.memory is not None and view is not None and "memory_agent" in stages:

@@ -17,10 +17,9 @@ from engine.formats.st_chat import (
     ChatPage,
     chat_to_jsonl,
     chat_to_jsonl_bytes,
-    format_timestamp,
     parse_chat,
-    parse_timestamp,
 )
+from engine.formats.st_dates import format_timestamp, parse_timestamp
 
 AQUA = (
     Path(__file__).resolve().parent.parent / "data" / "st" / "chat_legacy_Aqua_1673181146000.jsonl"
