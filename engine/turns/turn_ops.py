@@ -13,16 +13,18 @@ from engine.errors import EngineError, InternalError, LimitExceededError, NotFou
 from engine.incidents import TURN_FAILED, internal_error
 from engine.memory.lineage import Viewpoint
 from engine.memory.scoping import viewpoint_for
+from engine.ports import UnitOfWork
 from engine.prompt.inputs import MemoryItem
 from engine.prompt.regex_budget import RegexBudget
 from engine.timeline.errors import BranchBusyError, TimelineNotFoundError
-from engine.timeline.service import MAX_INPUTS_PER_FLOOR, open_generating
+from engine.timeline.service import MAX_INPUTS_PER_FLOOR, OpenedFloor, open_generating
 from engine.timeline.values import (
     Branch,
     Floor,
     NewMessage,
     Page,
     PageContext,
+    Session,
     SessionSettings,
 )
 from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
@@ -33,7 +35,14 @@ from engine.turns.base import (
     ServiceBase,
     SessionIds,
 )
-from engine.turns.context import TurnRead, card_fields, load_assets, read_turn, stored_inputs
+from engine.turns.context import (
+    SessionAssets,
+    TurnRead,
+    card_fields,
+    load_assets,
+    read_turn,
+    stored_inputs,
+)
 from engine.turns.errors import NothingToDoError, TurnFailedError
 from engine.turns.profiles import (
     COMPAT_STRICT,
@@ -47,6 +56,9 @@ from engine.turns.views import committed_numbers, reply_view
 from engine.turns.workflow import Generation, TurnOptions, generation_error
 
 log = logging.getLogger(__name__)
+
+_Opened = tuple[Branch, OpenedFloor, TurnRead]
+"""A respond's branch, its new generating floor and page, and what the turn read."""
 
 
 class TurnOps(ServiceBase):
@@ -91,24 +103,21 @@ class TurnOps(ServiceBase):
                 # One unit of work reads the session, its branches and assets, stores the
                 # inputs (once the session's regex scripts are known) on a new floor that is
                 # already generating with its page 1, and reads everything the turn needs.
+                opened: _Opened | None = None
                 async with self.storage.unit_of_work() as uow:
                     session, branches = await uow.sessions.get_with_branches(ids.session_id)
-                    current = next((b for b in branches if b.id == target.id), None)
-                    if current is None:
-                        raise TimelineNotFoundError(f"branch {branch!r} no longer exists")
                     assets = await load_assets(uow, session)
+                    if not assets.scripts:
+                        opened = await self._open(uow, session, branches, target, assets, inputs)
+                if opened is None:
+                    # The input's store run may take the turn's whole regex budget: it runs in
+                    # a worker thread with no transaction open (on SQLite one writer lock
+                    # serves every session), and a second unit of work opens the floor.
                     inputs = await stored_inputs(inputs, assets.scripts, regex_budget)
-                    new = await open_generating(
-                        uow, current, branches, inputs, owner=self.timeline.owner
-                    )
-                    read = await read_turn(
-                        uow,
-                        session=session,
-                        floor=new.floor,
-                        mode="respond",
-                        assets=assets,
-                        branches=branches,
-                    )
+                    async with self.storage.unit_of_work() as uow:
+                        session, branches = await uow.sessions.get_with_branches(ids.session_id)
+                        opened = await self._open(uow, session, branches, target, assets, inputs)
+                current, new, read = opened
                 floor, page = new.floor, new.page
                 self._emit("floor.created", branch_id=target.id, floor=floor.seq)
                 self._emit("floor.stateChanged", floor_id=floor.id, state="generating")
@@ -143,6 +152,30 @@ class TurnOps(ServiceBase):
                     # (only a busy or missing branch left no floor then).
                     floor = await self._record_failed_open(target.id, inputs)
                 raise await self._failed(floor, page, exc) from exc
+
+    async def _open(
+        self,
+        uow: UnitOfWork,
+        session: Session,
+        branches: Sequence[Branch],
+        target: Branch,
+        assets: SessionAssets,
+        inputs: Sequence[NewMessage],
+    ) -> _Opened:
+        """Inside ``uow``: the new generating floor with ``inputs``, and the turn's read."""
+        current = next((b for b in branches if b.id == target.id), None)
+        if current is None:
+            raise TimelineNotFoundError(f"branch {target.name!r} no longer exists")
+        new = await open_generating(uow, current, branches, inputs, owner=self.timeline.owner)
+        read = await read_turn(
+            uow,
+            session=session,
+            floor=new.floor,
+            mode="respond",
+            assets=assets,
+            branches=branches,
+        )
+        return current, new, read
 
     async def _record_failed_open(
         self, branch_id: int, inputs: Sequence[NewMessage]

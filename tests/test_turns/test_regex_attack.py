@@ -18,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
+import engine.turns.context as context
 import engine.turns.workflow as workflow
 from adapters.storage import SqlStorage
 from engine.prompt.regex_budget import EXHAUSTED
@@ -73,24 +74,25 @@ def attack_card() -> bytes:
     return json.dumps({"spec": "chara_card_v2", "spec_version": "2.0", "data": data}).encode()
 
 
-class HeldAssembly:
-    """Wraps the assembler: the attacker's assembly waits at its start until released, and
-    records when it finished; the bystander's runs untouched."""
+class Held:
+    """Wraps a step of a turn: the attacker's call waits at its start until released, and
+    records when it finished; the bystander's calls run untouched."""
 
-    def __init__(self) -> None:
+    def __init__(self, real: Callable[..., Any], attacker: Callable[..., bool]) -> None:
         self.started = threading.Event()
         self.release = threading.Event()
         self.finished = threading.Event()
         self.released_in_time: list[bool] = []
-        self.real = workflow.assemble
+        self.real = real
+        self.attacker = attacker
 
-    def __call__(self, inp: Any, **kwargs: Any) -> Any:
-        if inp.character.name != "Trap":
-            return self.real(inp, **kwargs)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not self.attacker(*args, **kwargs):
+            return self.real(*args, **kwargs)
         self.started.set()
         self.released_in_time.append(self.release.wait(HOLD_S))
         try:
-            return self.real(inp, **kwargs)
+            return self.real(*args, **kwargs)
         finally:
             self.finished.set()
 
@@ -121,7 +123,7 @@ async def _page_meta(service: TavernService, key: SessionKey) -> dict[str, Any]:
 async def test_an_attackers_assembly_does_not_hold_another_sessions_reply(
     two: TavernService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    held = HeldAssembly()
+    held = Held(workflow.assemble, lambda inp, **_: inp.character.name == "Trap")
     monkeypatch.setattr(workflow, "assemble", held)
     async with asyncio.TaskGroup() as group:
         attack = group.create_task(
@@ -155,3 +157,25 @@ async def test_a_dry_run_reports_the_spent_budget(two: TavernService) -> None:
     exhausted = [w for w in found["warnings"] if w.startswith(EXHAUSTED)]
     assert len(exhausted) == 1 and "world-info key /(a|aa)+" in exhausted[0]
     assert found["world_info"] == []  # no trap key matched: they were cut, not matched
+
+
+async def test_the_attackers_input_regex_run_holds_no_unit_of_work(
+    two: TavernService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store run of the input's scripts happens before the floor is opened, with no
+    transaction open: on SQLite one writer lock serves every session, so a run held inside a
+    unit of work would keep the bystander from storing its own turn."""
+    held = Held(context.stored_input, lambda message, *_: message.raw == GIANT)
+    monkeypatch.setattr(context, "stored_input", held)
+    async with asyncio.TaskGroup() as group:
+        attack = group.create_task(
+            two.respond(ATTACKER, MAIN_BRANCH, [UserLine(speaker=MALLORY, text=GIANT)])
+        )
+        assert await asyncio.to_thread(held.started.wait, HOLD_S)
+        reply = await two.respond(BYSTANDER, MAIN_BRANCH, [UserLine(speaker=BEA, text="hello")])
+        attacker_still_storing = not held.finished.is_set()
+        held.release.set()
+    assert reply.floor == 1 and reply.text
+    assert attacker_still_storing, "the bystander's turn waited for the attacker's store run"
+    assert held.released_in_time == [True]
+    assert (await attack).floor == 1
