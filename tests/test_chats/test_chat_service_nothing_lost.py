@@ -5,22 +5,36 @@ line; a file with a line that is not JSON is refused whole, before anything is w
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
+from adapters.storage import SqlStorage
 from engine.errors import FormatError
 from engine.timeline.values import NewMessage
 from engine.turns.api import SessionKey
 from engine.turns.service import TavernService
-from tests.test_console.conftest import offline_engine
+from tests.test_storage.conftest import storage
+from tests.test_turns.conftest import Recorder, offline_service
 
-__all__ = ["offline_engine"]
+__all__ = ["storage"]
 
 KEY = SessionKey(platform="discord", realm="guild", key="channel")
 HEADER = {"user_name": "Ann", "character_name": "Mira", "chat_metadata": {}}
 GREETING = {"name": "Mira", "is_user": False, "mes": "Hello, Ann."}
 WAITING = {"name": "Ann", "is_user": True, "mes": "Are you there?"}
+
+
+@pytest.fixture
+async def offline_engine(storage: SqlStorage) -> AsyncIterator[TavernService]:
+    """The turn service with the offline model, on SQLite and on PostgreSQL."""
+    service = offline_service(storage, Recorder())
+    await service.start()
+    try:
+        yield service
+    finally:
+        await service.aclose()
 
 
 def _jsonl(*lines: dict[str, Any]) -> bytes:
