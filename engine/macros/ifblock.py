@@ -10,6 +10,7 @@ SillyTavern; a Core Profile block matches them in any case.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from typing import TYPE_CHECKING
 
 from engine.macros import diagnostics as d
@@ -22,7 +23,7 @@ from engine.macros.conditions import (
 )
 from engine.macros.jsvalues import JS_WHITESPACE
 from engine.macros.nodes import Item, Macro, Scoped
-from engine.macros.pairing import pair_items
+from engine.macros.pairing import Level
 from engine.macros.processing import postprocess, trim_scoped
 from engine.macros.variables import display, get
 
@@ -30,12 +31,16 @@ if TYPE_CHECKING:
     from engine.macros.evaluator import MacroEnv
 
 _VARIABLE_CONDITION = re.compile(r"([.$])([A-Za-z](?:[\w-]*\w)?)\Z")
+#: Contents up to this many items are scanned for ``{{else}}`` directly (no index is built).
+_SCAN_WINDOW = 64
 
 
-def split_else(items: list[Item], insensitive: bool) -> tuple[list[Item], list[Item] | None, int]:
-    """Split content at its first top-level ``{{else}}``: (then, else or None, else end)."""
+def _first_else(items: list[Item], lo: int, hi: int, insensitive: bool) -> int:
+    """The index of the first ``{{else}}`` in ``items[lo:hi]`` outside nested ``{{if}}``
+    blocks, or -1. Depth counts ``if`` openers with one argument and ``if`` closers."""
     depth = 0
-    for index, item in enumerate(items):
+    for index in range(lo, hi):
+        item = items[index]
         if item.__class__ is not Macro:
             continue
         macro: Macro = item
@@ -46,8 +51,51 @@ def split_else(items: list[Item], insensitive: bool) -> tuple[list[Item], list[I
         elif name == "if" and macro.arg_count == 1:
             depth += 1
         elif name == "else" and depth == 0:
-            return items[:index], items[index + 1 :], macro.end
-    return items, None, -1
+            return index
+    return -1
+
+
+def _level_else(level: Level, lo: int, hi: int, insensitive: bool) -> int:
+    """:func:`_first_else` on a window of a level, from an index built once per level and
+    case mode: the ``if`` depth before every item, and the ``else`` positions by that depth
+    (a chain of thousands of nested blocks is split in logarithmic time per block)."""
+    if not level.has_else or lo >= hi:
+        return -1
+    if hi - lo <= _SCAN_WINDOW:
+        return _first_else(level.items, lo, hi, insensitive)
+    index = level.if_index.get(insensitive)
+    if index is None:
+        index = _build_index(level, insensitive)
+        level.if_index[insensitive] = index
+    before, by_depth = index
+    candidates = by_depth.get(before[lo])
+    if not candidates:
+        return -1
+    k = bisect_left(candidates, lo)
+    if k < len(candidates) and candidates[k] < hi:
+        return candidates[k]
+    return -1
+
+
+def _build_index(level: Level, insensitive: bool) -> tuple[list[int], dict[int, list[int]]]:
+    before: list[int] = []
+    by_depth: dict[int, list[int]] = {}
+    depth = 0
+    for index, item in enumerate(level.items):
+        before.append(depth)
+        if item.__class__ is not Macro:
+            continue
+        macro: Macro = item
+        name = macro.lname if insensitive else macro.name
+        if macro.closing:
+            if name == "if":
+                depth -= 1
+        elif name == "if" and macro.arg_count == 1:
+            depth += 1
+        elif name == "else":
+            by_depth.setdefault(depth, []).append(index)
+    before.append(depth)
+    return before, by_depth
 
 
 def _branches(
@@ -57,18 +105,19 @@ def _branches(
         cached = scoped.split_cache.get(insensitive)
         if cached is not None:
             return cached
-        raw_items = scoped.content.raw_items
-        start = scoped.content.start
+        content = scoped.content
     else:
-        raw_items = m.args[1].raw_items
-        start = m.args[1].start
-    then_raw, else_raw, else_start = split_else(raw_items, insensitive)
-    can_accept = env.registry.can_accept
+        content = m.args[1]
+    level = content.level
+    if level is None:  # no macro inside: nothing to split or pair
+        return content.items, None, content.start, -1
+    lo, hi = content.lo, content.hi
+    at = _level_else(level, lo, hi, insensitive)
     result = (
-        pair_items(m.src, then_raw, can_accept),
-        None if else_raw is None else pair_items(m.src, else_raw, can_accept),
-        start,
-        else_start,
+        level.pair(lo, hi if at < 0 else at, 1),
+        None if at < 0 else level.pair(at + 1, hi, 1),
+        content.start,
+        -1 if at < 0 else level.items[at].end,  # type: ignore[union-attr]
     )
     if scoped is not None:
         scoped.split_cache[insensitive] = result
@@ -79,8 +128,8 @@ def eval_if(env: MacroEnv, m: Macro, scoped: Scoped | None, depth: int, delta: i
     """Evaluate an ``if`` macro (inline, or scoped with its content)."""
     env.use("if")
     count = m.arg_count + (1 if scoped is not None else 0)
-    block_raw = m.src[m.start : (scoped or m).end]
     if count != 2:
+        block_raw = _raw(m, scoped)
         if scoped is None and m.arg_count == 1:
             env.warn(
                 d.MACRO_SCOPED_BLOCK_UNCLOSED,
@@ -116,6 +165,7 @@ def eval_if(env: MacroEnv, m: Macro, scoped: Scoped | None, depth: int, delta: i
             truthy = ExpressionEvaluator(env, depth + 1, cond_delta).truth(tree)
         except ConditionError as exc:
             env.warn(exc.code, f"{exc.message}; the block is kept as written", m.start, "if")
+            block_raw = _raw(m, scoped)
             if env.tracing:
                 env.add_trace("if", block_raw, block_raw, "if", "raw")
             return block_raw
@@ -136,14 +186,19 @@ def eval_if(env: MacroEnv, m: Macro, scoped: Scoped | None, depth: int, delta: i
         branch, start = else_items, else_start
     else:
         if env.tracing:
-            env.add_trace("if", block_raw, "", "if", "else")
+            env.add_trace("if", _raw(m, scoped), "", "if", "else")
         return ""
     out = postprocess(env.eval_items(branch, depth + 1, delta + m.start - start))
     if not m.preserve:
         out = trim_scoped(out)
     if env.tracing:
-        env.add_trace("if", block_raw, out, "if", "then" if truthy else "else")
+        env.add_trace("if", _raw(m, scoped), out, "if", "then" if truthy else "else")
     return out
+
+
+def _raw(m: Macro, scoped: Scoped | None) -> str:
+    """The block as written (sliced only when needed: a deep chain would copy it per level)."""
+    return m.src[m.start : (scoped or m).end]
 
 
 def _auto_resolve(env: MacroEnv, value: str) -> str:

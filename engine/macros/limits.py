@@ -22,11 +22,9 @@ DEFAULT_MAX_MUTATIONS = 10_000
 HARD_MAX_DEPTH = 96
 #: Macros nested deeper than this inside one another are parsed as plain text.
 PARSE_NESTING_LIMIT = 96
-#: Scoped blocks nested deeper than this are left unpaired.
+#: Scoped blocks nested deeper than this are left unpaired (and reported). Pairing itself is
+#: linear in the text however deep blocks nest; contents are paired only when evaluated.
 PAIRING_NESTING_LIMIT = 96
-#: Pairing at one document level scans at most this many same-name tags in total; past it,
-#: openers stay unpaired (only hostile text has thousands of unclosed blocks).
-PAIRING_SCAN_LIMIT = 200_000
 #: Produced text costs one extra step per this many characters (bounds total copying work).
 CHARS_PER_STEP = 4096
 #: Evaluation stops once large produced texts add up to this many times ``max_output_chars``.

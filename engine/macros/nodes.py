@@ -2,46 +2,61 @@
 nodes, each carrying its position in the source.
 
 Plain text is kept as ``str`` items so the evaluator can copy it without a method call. Nodes
-are slotted and never changed after parsing (except the memo of an ``if`` split), so one parsed
-template is shared by every evaluation of the same text.
+are slotted and never changed after parsing (except memos: a block's content, paired on first
+use, and its ``if`` split), so one parsed template is shared by every evaluation of the same
+text.
 """
 
 from __future__ import annotations
 
-from typing import Union
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:
+    from engine.macros.pairing import Level
 
 
 class Arg:
-    """One argument (or the content of a scoped block): its trimmed source text and items.
+    """One argument (or the content of a scoped block): its position, items and source text.
 
-    ``raw_items`` are the items before scoped pairing (``{{if}}`` splits on them, as SillyTavern
-    does); ``items`` are paired. ``plain`` is the text when the argument holds no macro.
+    ``items`` are paired. ``level``/``lo``/``hi`` name the same items before scoped pairing, as
+    a window of a :class:`~engine.macros.pairing.Level` (``{{if}}`` splits on them, as
+    SillyTavern does); ``level`` is ``None`` when the argument holds no macro. ``plain`` is the
+    text when the argument holds no macro. ``text`` is the source text (trimmed for an argument,
+    as written for a block's content).
     """
 
-    __slots__ = ("text", "start", "end", "items", "raw_items", "plain")
+    __slots__ = ("src", "start", "end", "items", "plain", "level", "lo", "hi")
 
     def __init__(
         self,
-        text: str,
+        src: str,
         start: int,
         end: int,
         items: list[Item],
-        raw_items: list[Item],
-        plain: bool | None = None,
+        level: Level | None = None,
+        lo: int = 0,
+        hi: int = 0,
+        text: str | None = None,
     ) -> None:
-        self.text = text
+        self.src = src
         self.start = start
         self.end = end
         self.items = items
-        self.raw_items = raw_items
-        self.plain: str | None = text
-        if plain is None:  # work it out: plain when no item is a node
-            for item in items:
-                if item.__class__ is not str:
-                    self.plain = None
-                    break
-        elif not plain:
-            self.plain = None
+        self.level = level
+        self.lo = lo
+        self.hi = hi
+        self.plain: str | None = None
+        for item in items:
+            if item.__class__ is not str:
+                break
+        else:  # no node: the text is the value (sliced only here, never for a long block)
+            self.plain = src[start:end] if text is None else text
+
+    @property
+    def text(self) -> str:
+        """The argument's source text."""
+        plain = self.plain
+        return plain if plain is not None else self.src[self.start : self.end]
 
 
 class Macro:
@@ -96,9 +111,10 @@ class Macro:
         args = self._args
         if args is None:
             built = []
+            src = self.src
             for text, start in zip(self.plain_args or (), self._spans, strict=True):
                 items: list[Item] = [text] if text else []
-                built.append(Arg(text, start, start + len(text), items, items, True))
+                built.append(Arg(src, start, start + len(text), items, text=text))
             args = self._args = tuple(built)
         return args
 
@@ -139,19 +155,53 @@ class VarExpr:
 class Scoped:
     """An opener paired with its closing tag; the content becomes the last argument.
 
-    ``split_cache`` memoises the ``{{if}}`` then/else split per case mode.
+    The content is paired only when first used (a block nested thousands of levels deep costs
+    nothing below the depth evaluation reaches); it is the window ``lo:hi`` of ``level``, at
+    pairing depth ``depth``. ``split_cache`` memoises the ``{{if}}`` then/else split per case
+    mode.
     """
 
-    __slots__ = ("src", "start", "end", "opener", "content", "close_start", "split_cache")
+    __slots__ = (
+        "src",
+        "start",
+        "end",
+        "opener",
+        "close_start",
+        "level",
+        "lo",
+        "hi",
+        "depth",
+        "_content",
+        "split_cache",
+    )
 
-    def __init__(self, src: str, opener: Macro, content: Arg, close_start: int, end: int) -> None:
-        self.src = src
+    def __init__(
+        self, opener: Macro, closer: Macro, level: Level, lo: int, hi: int, depth: int
+    ) -> None:
+        self.src = opener.src
         self.start = opener.start
-        self.end = end
+        self.end = closer.end
         self.opener = opener
-        self.content = content
-        self.close_start = close_start
+        self.close_start = closer.start
+        self.level = level
+        self.lo = lo
+        self.hi = hi
+        self.depth = depth
+        self._content: Arg | None = None
         self.split_cache: dict[bool, tuple[list[Item], list[Item] | None, int, int]] = {}
+
+    @property
+    def content(self) -> Arg:
+        """The block's content (paired on first use; a race only pairs it twice)."""
+        content = self._content
+        if content is None:
+            level = self.level
+            items = level.pair(self.lo, self.hi, self.depth)
+            content = Arg(
+                self.src, self.opener.end, self.close_start, items, level, self.lo, self.hi
+            )
+            self._content = content
+        return content
 
     @property
     def raw(self) -> str:

@@ -1,15 +1,21 @@
 """Scoped-block pairing: ``{{name}}...{{/name}}`` at each document level, as SillyTavern's walker
 does it.
 
-For each opener (in order, outside pairs already made) the first unused closing tag of the
-same name at depth 0 is its partner; depth counts same-name openers that could take content.
-An opener that cannot take content leaves both tags raw; a closing tag without an opener stays
-raw with ``macro_unmatched_closing_block``; an opener without a closer is evaluated inline.
+For each opener (in order, outside pairs already made) the first closing tag of the same name
+at depth 0 is its partner; depth counts same-name openers that could take content. An opener
+that cannot take content leaves both tags raw; a closing tag without an opener stays raw with
+``macro_unmatched_closing_block``; an opener without a closer is evaluated inline.
+
+An opener's partner depends only on the tags after it, so a :class:`Level` finds every
+opener's partner once, in one pass with a stack per name. Pairing a window of the level then
+jumps from pair to pair: it costs time in proportion to the items at the window's top level,
+and a block's content is paired only when it is evaluated. However deep blocks nest, the work
+and memory stay linear in the text.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 
 from engine.macros.diagnostics import (
@@ -17,120 +23,162 @@ from engine.macros.diagnostics import (
     MACRO_PARSE_FAILED,
     MACRO_UNMATCHED_CLOSING_BLOCK,
 )
-from engine.macros.limits import PAIRING_NESTING_LIMIT, PAIRING_SCAN_LIMIT
-from engine.macros.nodes import Arg, Item, Macro, ParseNote, RawMacro, Scoped
+from engine.macros.limits import PAIRING_NESTING_LIMIT
+from engine.macros.nodes import Item, Macro, ParseNote, RawMacro, Scoped
 
 #: ``can_accept(lower_name, inline_arg_count)``: may this opener take scoped content?
 AcceptRule = Callable[[str, int], bool]
 
 
-def pair_level(
-    src: str, items: list[Item], depth: int, can_accept: AcceptRule, notes: list[ParseNote]
-) -> list[Item]:
-    """Match ``{{name}}…{{/name}}`` pairs at one level; contents are paired recursively."""
-    has_closer = False
-    for item in items:
-        if item.__class__ is Macro and item.closing:
-            has_closer = True
-            break
-    if not has_closer:
-        return items
-    if depth >= PAIRING_NESTING_LIMIT:
-        notes.append(ParseNote(MACRO_PARSE_FAILED, 0, "blocks nested too deeply"))
-        return [_stray(it) if it.__class__ is Macro and it.closing else it for it in items]
-    # Only macros whose name has a closing tag at this level take part in pairing; the
-    # items between them are copied in slices (a long document stays linear).
-    by_name: dict[str, list[int]] = {}
-    closer_names: set[str] = set()
-    for index, it in enumerate(items):
-        if it.__class__ is Macro:
-            name = it.lname
-            found = by_name.get(name)
-            if found is None:
-                by_name[name] = [index]
-            else:
-                found.append(index)
-            if it.closing:
-                closer_names.add(name)
-    positions = {name: by_name[name] for name in closer_names}
-    relevant = sorted(index for name in closer_names for index in by_name[name])
-    budget = [PAIRING_SCAN_LIMIT]
-    exhausted = False
-    out: list[Item] = []
-    raw_closers: set[int] = set()
-    used: set[int] = set()
-    last = 0
-    for k in relevant:
-        if k < last:
-            continue  # inside a pair already made
-        macro: Macro = items[k]  # type: ignore[assignment]
-        if macro.closing:
-            if k in used:
+class Level:
+    """The unpaired items of one document (a whole text, an argument or a branch's source)
+    and its pairing index: which macros take part, each opener's partner, which openers
+    cannot take content. Built once per document; block contents are windows of it."""
+
+    __slots__ = ("src", "items", "relevant", "partner", "refuses", "has_else", "if_index")
+
+    def __init__(self, src: str, items: list[Item], can_accept: AcceptRule) -> None:
+        self.src = src
+        self.items = items
+        #: Indices of the macros whose name has a closing tag here (openers and closers).
+        self.relevant: list[int] = []
+        #: Opener index -> the index of its partner.
+        self.partner: dict[int, int] = {}
+        #: Openers that have a partner but cannot take content.
+        self.refuses: set[int] = set()
+        #: ``{{if}}``'s split index per case mode (built on first use by the if block).
+        self.if_index: dict[bool, tuple[list[int], dict[int, list[int]]]] = {}
+        macros: list[Macro] = [item for item in items if item.__class__ is Macro]
+        closer_names = {macro.lname for macro in macros if macro.closing}
+        #: Whether an ``{{else}}`` is here at all (else no ``{{if}}`` can split).
+        self.has_else = any(macro.lname == "else" for macro in macros)
+        if closer_names:
+            self._index(closer_names, can_accept)
+
+    def _index(self, closer_names: set[str], can_accept: AcceptRule) -> None:
+        """One pass with a stack of waiting openers per name. A closer first ends every
+        opener above the topmost one that can take content (those do not count depth), then
+        that one; an opener's partner is thus the first closer at depth 0 after it."""
+        relevant = self.relevant
+        partner = self.partner
+        refuses = self.refuses
+        waiting: dict[str, list[int]] = {}
+        accepts: set[int] = set()
+        for index, item in enumerate(self.items):
+            if item.__class__ is not Macro:
+                continue
+            macro: Macro = item
+            name = macro.lname
+            if name not in closer_names:
+                continue
+            relevant.append(index)
+            stack = waiting.get(name)
+            if macro.closing:
+                if not stack:
+                    continue
+                while stack and stack[-1] not in accepts:
+                    opener = stack.pop()
+                    partner[opener] = index
+                    refuses.add(opener)
+                if stack:
+                    partner[stack.pop()] = index
+                continue
+            if stack is None:
+                stack = waiting[name] = []
+            stack.append(index)
+            if can_accept(name, macro.arg_count):
+                accepts.add(index)
+
+    def pair(self, lo: int, hi: int, depth: int) -> list[Item]:
+        """The items of the window ``lo:hi`` with its top-level pairs made (contents are
+        paired when used); ``depth`` counts the blocks around the window."""
+        items = self.items
+        relevant = self.relevant
+        r = bisect_left(relevant, lo)
+        if r == len(relevant) or relevant[r] >= hi:
+            return items if lo == 0 and hi == len(items) else items[lo:hi]
+        if depth >= PAIRING_NESTING_LIMIT:
+            window = items[lo:hi]
+            return [_stray(it) if it.__class__ is Macro and it.closing else it for it in window]
+        partner = self.partner
+        refuses = self.refuses
+        out: list[Item] = []
+        raw_closers: set[int] = set()
+        last = lo
+        count = len(relevant)
+        while r < count:
+            k = relevant[r]
+            if k >= hi:
+                break
+            macro: Macro = items[k]  # type: ignore[assignment]
+            if macro.closing:
+                out.extend(items[last:k])
+                if k in raw_closers:
+                    out.append(RawMacro(macro.raw, macro.start, macro.lname, None))
+                else:
+                    out.append(_stray(macro))
+                last = k + 1
+                r += 1
+                continue
+            j = partner.get(k, -1)
+            if j < 0 or j >= hi:  # an unmatched opener is evaluated inline
+                r += 1
                 continue
             out.extend(items[last:k])
-            if k in raw_closers:
-                out.append(RawMacro(macro.raw, macro.start, macro.lname, None))
-            else:
-                out.append(_stray(macro))
-            last = k + 1
-            continue
-        j = _find_closer(items, k, positions[macro.lname], used, can_accept, budget)
-        if j < 0:  # an unmatched opener is evaluated inline
-            if budget[0] < 0 and not exhausted:
-                exhausted = True
-                notes.append(
-                    ParseNote(MACRO_PARSE_FAILED, macro.start, "too many unclosed blocks to pair")
-                )
-            continue
-        out.extend(items[last:k])
-        if not can_accept(macro.lname, macro.arg_count):
-            out.append(RawMacro(macro.raw, macro.start, macro.lname, MACRO_ARG_ARITY_INVALID))
-            raw_closers.add(j)
-            last = k + 1
-            continue
-        closer: Macro = items[j]  # type: ignore[assignment]
-        inner = items[k + 1 : j]
-        content = Arg(
-            src[macro.end : closer.start],
-            macro.end,
-            closer.start,
-            pair_level(src, inner, depth + 1, can_accept, notes),
-            inner,
-        )
-        out.append(Scoped(src, macro, content, closer.start, closer.end))
-        used.add(j)
-        last = j + 1
-    out.extend(items[last:])
-    return out
-
-
-def _find_closer(
-    items: list[Item],
-    i: int,
-    same: list[int],
-    used: set[int],
-    can_accept: AcceptRule,
-    budget: list[int],
-) -> int:
-    """The index of the closing tag that pairs with the opener at ``i`` (or -1); ``budget``
-    bounds the total scanning of one level (hostile text cannot make pairing quadratic)."""
-    name = items[i].lname  # type: ignore[union-attr]
-    depth = 0
-    for index in range(bisect_right(same, i), len(same)):
-        budget[0] -= 1
-        if budget[0] < 0:
-            return -1
-        k = same[index]
-        other: Macro = items[k]  # type: ignore[assignment]
-        if other.closing:
-            if k in used:
+            if k in refuses:
+                out.append(RawMacro(macro.raw, macro.start, macro.lname, MACRO_ARG_ARITY_INVALID))
+                raw_closers.add(j)
+                last = k + 1
+                r += 1
                 continue
-            if depth == 0:
-                return k
-            depth -= 1
-        elif can_accept(name, other.arg_count):
-            depth += 1
-    return -1
+            closer: Macro = items[j]  # type: ignore[assignment]
+            out.append(Scoped(macro, closer, self, k + 1, j, depth + 1))
+            last = j + 1
+            r = bisect_right(relevant, j, r + 1)
+        out.extend(items[last:hi])
+        return out
+
+    def too_deep(self, depth: int) -> bool:
+        """True when a closing tag lies inside blocks nested to ``PAIRING_NESTING_LIMIT`` (it is
+        left unpaired there). One walk over the pairing index, only when that can happen."""
+        relevant = self.relevant
+        if depth + (len(relevant) - 1) // 2 < PAIRING_NESTING_LIMIT:
+            return False
+        items = self.items
+        partner = self.partner
+        ends: list[int] = []
+        for k in relevant:
+            if ends and k == ends[-1]:
+                ends.pop()
+                continue
+            macro: Macro = items[k]  # type: ignore[assignment]
+            if depth + len(ends) >= PAIRING_NESTING_LIMIT:
+                if macro.closing:
+                    return True
+                continue
+            j = partner.get(k, -1)
+            if macro.closing or j < 0 or k in self.refuses:
+                continue
+            if j < (ends[-1] if ends else len(items)):
+                ends.append(j)
+        return False
+
+
+def pair_level(
+    src: str, items: list[Item], depth: int, can_accept: AcceptRule, notes: list[ParseNote]
+) -> tuple[Level | None, list[Item]]:
+    """Index one document level and make its top-level pairs (a note when blocks nest past
+    ``PAIRING_NESTING_LIMIT``). The level is ``None`` when it has no closing tag and no
+    ``{{else}}`` (nothing to pair or split)."""
+    for item in items:
+        if item.__class__ is Macro and (item.closing or item.lname == "else"):
+            break
+    else:  # nothing to pair or split: the items are their own pairing
+        return None, items
+    level = Level(src, items, can_accept)
+    if level.relevant and level.too_deep(depth):
+        notes.append(ParseNote(MACRO_PARSE_FAILED, 0, "blocks nested too deeply"))
+    return level, level.pair(0, len(items), depth)
 
 
 def _stray(item: Item) -> Item:
@@ -139,5 +187,5 @@ def _stray(item: Item) -> Item:
 
 
 def pair_items(src: str, items: list[Item], can_accept: AcceptRule) -> list[Item]:
-    """Pair scoped blocks in a list of items cut from ``src`` (an ``{{if}}`` branch)."""
-    return pair_level(src, items, 1, can_accept, [])
+    """Pair scoped blocks in a list of items cut from ``src`` (as a branch is paired)."""
+    return Level(src, items, can_accept).pair(0, len(items), 1)

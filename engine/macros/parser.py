@@ -118,7 +118,10 @@ class Parser:
         while stack:  # unterminated: the macro is text again, nested complete macros stay
             frame = stack.pop()
             (stack[-1].children if stack else top).extend(frame.children)
-        return self.pair(_interleave(src, 0, len(src), top), 0)
+        _, items = pair_level(
+            src, _interleave(src, 0, len(src), top), 0, self.can_accept, self.notes
+        )
+        return items
 
     def _general(self, a: int, b: int) -> None:
         """Process the structural tokens of ``src[a:b]`` one by one."""
@@ -370,15 +373,10 @@ class Parser:
         b2 = a2 + len(stripped)
         if not children:
             items: list[Item] = [stripped] if stripped else []
-            return Arg(stripped, a2, b2, items, items)
+            return Arg(src, a2, b2, items, text=stripped)
         raw_items = _interleave(src, a2, b2, children)
-        return Arg(stripped, a2, b2, self.pair(raw_items, 1), raw_items)
-
-    # -- pairing -----------------------------------------------------------------------------
-
-    def pair(self, items: list[Item], depth: int) -> list[Item]:
-        """Match ``{{name}}…{{/name}}`` pairs at this level (nested pairs inside contents)."""
-        return pair_level(self.src, items, depth, self.can_accept, self.notes)
+        level, items = pair_level(src, raw_items, 1, self.can_accept, self.notes)
+        return Arg(src, a2, b2, items, level, 0, len(raw_items))
 
 
 def stray_if_without_opener(src: str) -> bool:

@@ -26,6 +26,11 @@ _MARKER_MACRO = {
 _UNESCAPE = re.compile(r"\\([{}])")
 _TRIM_MARKER = re.compile(r"\{\{trim\}\}", re.IGNORECASE)
 _INDENT = re.compile(r"[ \t]*")
+_NON_BLANK = re.compile(rf"[^{re.escape(JS_WHITESPACE)}]")
+#: JavaScript whitespace other than the line break (a line's leading whitespace).
+_LINE_SPACE = re.escape(JS_WHITESPACE.replace("\n", ""))
+#: Dedent patterns by indentation width (a few are kept).
+_DEDENT: dict[int, re.Pattern[str]] = {}
 
 
 def _legacy_time(match: re.Match[str]) -> str:
@@ -91,19 +96,23 @@ def _legacy_trim(text: str) -> str:
 
 
 def trim_scoped(content: str) -> str:
-    """Trim scoped content and remove the indentation of its first non-blank line."""
-    lines = content.split("\n")
-    base = 0
-    for line in lines:
-        if line.strip(JS_WHITESPACE):
-            match = _INDENT.match(line)
-            base = match.end() if match else 0
-            break
+    """Trim scoped content and remove the indentation of its first non-blank line (its
+    spaces and tabs) from every line; a line indented less loses all its leading whitespace.
+    Done by regular expressions: a nested block's content is trimmed at every level, so this
+    must cost little per line."""
+    first = _NON_BLANK.search(content)
+    if first is None:
+        return ""
+    line_start = content.rfind("\n", 0, first.start()) + 1
+    indent = _INDENT.match(content, line_start)
+    base = indent.end() - line_start if indent else 0
     if base == 0:
         return content.strip(JS_WHITESPACE)
-    out = []
-    for line in lines:
-        match = _INDENT.match(line)
-        indent = match.end() if match else 0
-        out.append(line[base:] if indent >= base else line.lstrip(JS_WHITESPACE))
-    return "\n".join(out).strip(JS_WHITESPACE)
+    dedent = _DEDENT.get(base)
+    if dedent is None:
+        # After each line break: ``base`` spaces or tabs, else all leading whitespace (a
+        # pattern starting with a literal lets the regex engine skip to the line breaks).
+        dedent = re.compile(rf"\n(?:[ \t]{{{base}}}|[{_LINE_SPACE}]+)")
+        if len(_DEDENT) < 64:
+            _DEDENT[base] = dedent
+    return dedent.sub("\n", "\n" + content)[1:].strip(JS_WHITESPACE)

@@ -149,11 +149,12 @@ def test_many_blocks_and_arguments_parse_in_one_pass() -> None:
     assert all(len(arg.items) == 1 for arg in macro.args)
 
 
-def test_pairing_work_is_bounded_for_thousands_of_unclosed_blocks() -> None:
+def test_thousands_of_unclosed_blocks_pair_in_one_pass() -> None:
     hostile = "{{if x}}" * 5000 + "{{/if}}"
     result = run(hostile)
-    assert "macro_parse_failed" in codes(result)  # the pairing budget ran out, reported once
-    assert codes(result).count("macro_parse_failed") == 1
+    # Only the last opener has a partner (its block is empty); the others stay as written.
+    assert result.text == "{{if x}}" * 4999
+    assert set(codes(result)) == {"macro_scoped_block_unclosed"}
 
 
 def test_text_without_macro_syntax_is_handed_back_unparsed() -> None:
