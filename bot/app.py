@@ -18,9 +18,9 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import AsyncExitStack
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from adapters.console.frontend import ConsoleFrontend
 from adapters.llm import OFFLINE_ANNOUNCEMENT, ChatModelPool
@@ -191,17 +191,41 @@ async def open_console(
     return frontend
 
 
+STDIN_CHUNK_BYTES: Final = 64 * 1024
+"""Bytes one read of standard input asks for (a line may span several reads)."""
+
+
+def _byte_lines(fd: int) -> Iterator[bytes]:
+    """The lines of file descriptor ``fd`` as bytes, each with its newline (the last may lack
+    one), read with ``os.read``: a buffered reader's lock, held by a daemon thread blocked in
+    it, would abort the interpreter's shutdown."""
+    pending = b""
+    while chunk := os.read(fd, STDIN_CHUNK_BYTES):
+        pending += chunk
+        start = 0
+        while (end := pending.find(b"\n", start)) >= 0:
+            yield pending[start : end + 1]
+            start = end + 1
+        pending = pending[start:]
+    if pending:
+        yield pending
+
+
 async def stdin_lines(stream: TextIO | None = None) -> AsyncIterator[str | bytes]:
     """Lines of standard input, read on a daemon thread.
 
     A blocking ``readline`` on an executor thread would keep the process alive after Ctrl-C
     until the user pressed Enter (``asyncio.run`` waits for executor threads); a daemon thread
-    does not, and it ends with the input. Lines come as undecoded bytes when the stream has
-    them: the console decodes each line itself, so one line that is not UTF-8 is refused on
-    its own instead of ending the input (or reaching the model half-decoded).
+    does not, and it ends with the input. Lines come as undecoded bytes when the stream has a
+    file descriptor: the console decodes each line itself, so one line that is not UTF-8 is
+    refused on its own instead of ending the input (or reaching the model half-decoded).
     """
     source = stream or sys.stdin
-    readline: Callable[[], str | bytes] = getattr(source, "buffer", source).readline
+    lines: Iterator[str | bytes]
+    try:
+        lines = _byte_lines(source.fileno())
+    except (AttributeError, OSError, ValueError):  # an in-memory stream: text lines
+        lines = iter(source.readline, "")
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[str | bytes | None] = asyncio.Queue()
 
@@ -211,7 +235,7 @@ async def stdin_lines(stream: TextIO | None = None) -> AsyncIterator[str | bytes
 
     def pump() -> None:
         try:
-            while line := readline():
+            for line in lines:
                 put(line)
         finally:
             put(None)
