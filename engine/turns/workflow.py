@@ -63,6 +63,10 @@ MAX_INSTANCE_CHARS: Final = 4_000
 """Director or verifier text kept at most."""
 MAX_META_WARNINGS: Final = 50
 """Most prompt and regex warnings a page's meta keeps."""
+MAX_REPLY_CHARS: Final = 500_000
+"""A narrator reply longer than this is cut there, with a warning, and its stream closed: about
+125k tokens, more than a model writes in one reply, so only a runaway or hostile endpoint hits
+it, and its megabytes are never stored."""
 DIRECTOR_PROMPT: Final = (
     "You direct a role-play. In one or two sentences, tell the narrator what should happen "
     "next. Do not write the story yourself."
@@ -355,18 +359,30 @@ class Generation:
         stream = model.stream(request)
         text = ""
         prefix = self.options.previous_text
+        cut = False
         try:
             async for chunk in stream:
                 if not chunk.text:
                     continue
-                text += chunk.text
-                self.emit("generation.chunk", slot="narrator", text=chunk.text)
-                if self.on_text is not None:
+                piece = chunk.text[: MAX_REPLY_CHARS - len(text)]
+                cut = len(piece) < len(chunk.text)
+                text += piece
+                if piece:
+                    self.emit("generation.chunk", slot="narrator", text=piece)
+                if self.on_text is not None and piece:
                     shown = extract_memory_tags(prefix + text, role="assistant").visible_text
                     await self.on_text(shown)
+                if cut:
+                    break
         except BaseException:
             await stream.aclose()
             raise
+        if cut:  # a runaway reply: keep its start, never store megabytes
+            await stream.aclose()
+            self.warnings.append(
+                f"the reply was cut at MAX_REPLY_CHARS={MAX_REPLY_CHARS} characters"
+            )
+            return ChatResult(text=text, finish_reason="length")
         return stream.result
 
     # ------------------------------------------------------------------ other instances
