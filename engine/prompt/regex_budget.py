@@ -39,7 +39,8 @@ class RegexBudget:
         self.total_s = total_s
         self._clock = clock
         self._spent = 0.0
-        self._skipped = 0
+        self._scripts = 0
+        self._keys = 0
         self._named: list[str] = []
         self._lock = threading.Lock()
 
@@ -58,7 +59,7 @@ class RegexBudget:
     def skipped(self) -> int:
         """How many regex runs were skipped because the budget ran out."""
         with self._lock:
-            return self._skipped
+            return self._scripts + self._keys
 
     def allowance(self, per_call_s: float) -> float:
         """The timeout for the next call: its own limit, or what remains when that is less
@@ -75,26 +76,40 @@ class RegexBudget:
         with self._lock:
             self._spent += elapsed
 
-    def skip(self, what: str) -> None:
-        """Record that ``what`` (e.g. ``script 'x'``) did not run for want of budget."""
+    def skip_script(self, name: str) -> None:
+        """Record that the script ``name`` did not run (or was cut short) for want of budget."""
         with self._lock:
-            self._skipped += 1
-            if what not in self._named and len(self._named) < MAX_NAMED_SKIPS:
-                self._named.append(what)
+            self._scripts += 1
+            self._name(f"script {name!r}")
+
+    def skip_key(self, key: str) -> None:
+        """Record that the world-info regex key ``key`` was not tested for want of budget."""
+        with self._lock:
+            self._keys += 1
+            self._name(f"world-info key {key}")
+
+    def _name(self, what: str) -> None:
+        if what not in self._named and len(self._named) < MAX_NAMED_SKIPS:
+            self._named.append(what)
 
     def warning(self) -> str | None:
         """The one warning about this budget, or None when nothing was skipped."""
         with self._lock:
-            if not self._skipped:
-                return None
+            scripts, keys = self._scripts, self._keys
             named = ", ".join(self._named)
-            distinct_more = "" if len(self._named) < MAX_NAMED_SKIPS else ", ..."
-            count = self._skipped
+            more = "" if len(self._named) < MAX_NAMED_SKIPS else ", ..."
+        if not scripts and not keys:
+            return None
+        counts = []
+        if scripts:
+            counts.append(f"{scripts} script run{'s' if scripts != 1 else ''}")
+        if keys:
+            counts.append(f"{keys} world-info key test{'s' if keys != 1 else ''}")
         return (
-            f"{EXHAUSTED}: this turn's regex work reached TURN_REGEX_BUDGET_S="
-            f"{self.total_s}s, so {count} regex run{'s' if count != 1 else ''} "
-            f"{'were' if count != 1 else 'was'} skipped ({named}{distinct_more}); skipped "
-            "scripts left their text unchanged and skipped world-info keys did not match"
+            f"{EXHAUSTED}: this turn's regex work reached TURN_REGEX_BUDGET_S={self.total_s}s, "
+            f"so {' and '.join(counts)} {'was' if scripts + keys == 1 else 'were'} skipped "
+            f"({named}{more}); skipped scripts left their text unchanged and skipped "
+            "world-info keys did not match"
         )
 
 

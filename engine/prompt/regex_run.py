@@ -196,7 +196,7 @@ def run_script(
         )
     limit = run_allowance(budget, timeout_s)
     if budget is not None and limit <= 0:
-        budget.skip(f"script {script.script_name!r}")
+        budget.skip_script(script.script_name)
         return RegexRun(text=text)
     trims = tuple(render_macros(t) if render_macros else t for t in script.trim_strings)
     replacer = _Replacer(compiled, script.replace_string, trims, render_macros, text)
@@ -207,7 +207,7 @@ def run_script(
         return RegexRun(text=text, warnings=(_warning(script, "script_error", f"{exc}; skipped"),))
     except TimeoutError:
         if budget is not None and limit < timeout_s:
-            budget.skip(f"script {script.script_name!r}")
+            budget.skip_script(script.script_name)
             return RegexRun(text=text)
         return RegexRun(
             text=text,

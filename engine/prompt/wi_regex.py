@@ -35,7 +35,7 @@ def key_regex_matches(
     """``regex.test(text)``: a search (a match at the start for sticky ``y``)."""
     limit = run_allowance(budget, timeout_s)
     if budget is not None and limit <= 0:
-        budget.skip(_label(compiled))
+        budget.skip_key(_label(compiled))
         return False
     started = budget.now() if budget is not None else 0.0
     try:
@@ -46,7 +46,7 @@ def key_regex_matches(
         return found is not None
     except TimeoutError:
         if budget is not None and limit < timeout_s:
-            budget.skip(_label(compiled))  # cut short by the turn's budget, not its own limit
+            budget.skip_key(_label(compiled))  # cut short by the turn's budget, not its own limit
         return False
     finally:
         if budget is not None:
@@ -54,4 +54,4 @@ def key_regex_matches(
 
 
 def _label(compiled: JsRegex) -> str:
-    return f"world-info key /{compiled.source:.60}/{compiled.flags}"
+    return f"/{compiled.source:.60}/{compiled.flags}"
