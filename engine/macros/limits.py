@@ -8,6 +8,7 @@ would take a noticeable time to exhaust.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 #: Default nesting depth of evaluated documents (arguments, branches, card fields).
 DEFAULT_MAX_DEPTH = 48
@@ -17,6 +18,11 @@ DEFAULT_MAX_STEPS = 200_000
 DEFAULT_MAX_OUTPUT_CHARS = 2_000_000
 #: Default number of variable writes one evaluation may record.
 DEFAULT_MAX_MUTATIONS = 10_000
+#: Evaluation steps all the texts of one prompt assembly (a turn, a dry run) may use together:
+#: each evaluation gets at most what is left, and once it is spent the later texts are kept
+#: as written with one warning. 2.5 times one evaluation's default: a real turn uses a few
+#: thousand, and half a million steps take well under a second.
+TURN_MACRO_STEPS: Final = 500_000
 
 #: The depth is clamped to this so deep nesting cannot exhaust the Python stack.
 HARD_MAX_DEPTH = 96

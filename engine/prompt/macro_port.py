@@ -8,7 +8,9 @@ with the source of the text that produced them.
 What a text's macros may do follows from who wrote it (:data:`~engine.prompt.inputs.Origin`,
 given with every call): a game master's assets run with full access, player text under the
 session's ``macro_mode``. The page's writes share one budget, :data:`MAX_WRITES_PER_PAGE`:
-past it, writes are refused with a warning and the turn still commits.
+past it, writes are refused with a warning and the turn still commits. Their evaluation steps
+share another, :data:`~engine.macros.limits.TURN_MACRO_STEPS`: once it is spent, later texts
+are kept as written, with one warning.
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from engine.macros import (
 )
 from engine.macros.diagnostics import (
     MACRO_MUTATION_LIMIT_EXCEEDED,
+    MACRO_STEP_LIMIT_EXCEEDED,
     MacroTrace,
     MacroWarning,
     Mutation,
     Phase,
 )
+from engine.macros.limits import TURN_MACRO_STEPS
 from engine.prompt.inputs import GAME_MASTER, CharacterFields, HistoryLine, Origin, Persona
 from engine.variables.values import MAX_WRITES_PER_PAGE
 
@@ -101,9 +105,13 @@ class EngineMacros:
         self.traces: list[Diagnostic] = []
         self.mutations: list[Diagnostic] = []
         self.max_writes = MAX_WRITES_PER_PAGE
+        self.max_steps = TURN_MACRO_STEPS
+        self.steps = 0
+        self._steps_spent = False
         persona = context.card.persona
         if persona and self.player_access != "full":
             quiet = evaluate(persona, context, phase=phase, access=self.player_access)
+            self.steps += quiet.steps
             context.card = replace(context.card, persona=escape_macros(quiet.text))
 
     def access_of(self, origin: Origin) -> str:
@@ -141,6 +149,12 @@ class EngineMacros:
         if not text or is_plain_text(text):
             # Nothing to expand; ``env`` only feeds macros (each evaluating call sets outlets).
             return text
+        # Every text of the assembly draws on one step budget (TURN_MACRO_STEPS): each call
+        # gets what is left, and once it is spent later texts are kept as written.
+        steps_left = self.max_steps - self.steps
+        if steps_left <= 0:
+            self._turn_steps_spent(source, 0)
+            return text
         env = env or {}
         outlets = env.get("outlets")
         if isinstance(outlets, Mapping):
@@ -150,7 +164,11 @@ class EngineMacros:
         # Every text of the page draws on one write budget: the commit refuses a page with
         # more than MAX_WRITES_PER_PAGE writes, so past it a write is refused here instead.
         left = max(0, self.max_writes - len(self.mutations))
-        limits = replace(DEFAULT_LIMITS, max_mutations=min(DEFAULT_LIMITS.max_mutations, left))
+        limits = replace(
+            DEFAULT_LIMITS,
+            max_mutations=min(DEFAULT_LIMITS.max_mutations, left),
+            max_steps=min(DEFAULT_LIMITS.max_steps, steps_left),
+        )
         result = evaluate(
             text,
             self.context,
@@ -162,7 +180,14 @@ class EngineMacros:
             trace=self.trace,
             access=self.access_of(origin),
         )
-        self.warnings.extend(Diagnostic(source=source, item=w) for w in result.warnings)
+        self.steps += result.steps
+        warnings = result.warnings
+        if steps_left < DEFAULT_LIMITS.max_steps:  # a step limit hit here is the turn's
+            cut = [w for w in warnings if w.code == MACRO_STEP_LIMIT_EXCEEDED]
+            if cut:
+                warnings = tuple(w for w in warnings if w.code != MACRO_STEP_LIMIT_EXCEEDED)
+                self._turn_steps_spent(source, cut[0].position)
+        self.warnings.extend(Diagnostic(source=source, item=w) for w in warnings)
         self.traces.extend(Diagnostic(source=source, item=t) for t in result.traces)
         self.mutations.extend(Diagnostic(source=source, item=m) for m in result.mutations)
         if left < DEFAULT_LIMITS.max_mutations and any(
@@ -182,6 +207,26 @@ class EngineMacros:
                 )
             )
         return result.text
+
+    def _turn_steps_spent(self, source: str, position: int) -> None:
+        """Report, once, that the assembly's step budget ran out in ``source``."""
+        if self._steps_spent:
+            return
+        self._steps_spent = True
+        self.warnings.append(
+            Diagnostic(
+                source=source,
+                item=MacroWarning(
+                    code=MACRO_STEP_LIMIT_EXCEEDED,
+                    message=(
+                        f"this turn's macros used {self.max_steps} evaluation steps "
+                        f"(TURN_MACRO_STEPS={TURN_MACRO_STEPS}); the rest of this text and "
+                        "every later text are kept as written"
+                    ),
+                    position=position,
+                ),
+            )
+        )
 
 
 def macro_context(
