@@ -55,7 +55,7 @@ def parse(
     text: str, *, registry: Registry | None = None, cache: TemplateCache | None = None
 ) -> Template:
     """The parsed (and cached) template for ``text``."""
-    return (cache or DEFAULT_CACHE).get(text, registry or default_registry())
+    return (DEFAULT_CACHE if cache is None else cache).get(text, registry or default_registry())
 
 
 def evaluate(
@@ -121,7 +121,7 @@ def evaluate(
     now = context.now or datetime.now(UTC)
     if now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
-    cache = cache or DEFAULT_CACHE
+    cache = DEFAULT_CACHE if cache is None else cache
     env = MacroEnv(
         context,
         registry=registry,

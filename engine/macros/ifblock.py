@@ -105,18 +105,18 @@ def _branches(
         cached = scoped.split_cache.get(insensitive)
         if cached is not None:
             return cached
-        content = scoped.content
+        # The content's window, not its pairing: a branch is paired on its own.
+        level, lo, hi, start = scoped.level, scoped.lo, scoped.hi, scoped.opener.end
     else:
         content = m.args[1]
-    level = content.level
-    if level is None:  # no macro inside: nothing to split or pair
-        return content.items, None, content.start, -1
-    lo, hi = content.lo, content.hi
+        if content.level is None:  # no macro inside: nothing to split or pair
+            return content.items, None, content.start, -1
+        level, lo, hi, start = content.level, content.lo, content.hi, content.start
     at = _level_else(level, lo, hi, insensitive)
     result = (
         level.pair(lo, hi if at < 0 else at, 1),
         None if at < 0 else level.pair(at + 1, hi, 1),
-        content.start,
+        start,
         -1 if at < 0 else level.items[at].end,  # type: ignore[union-attr]
     )
     if scoped is not None:

@@ -56,6 +56,12 @@ def _fresh(text: str, registry: Registry | None = None) -> Any:
     return evaluate(text, _context(), registry=registry, cache=TemplateCache())
 
 
+def test_an_empty_template_cache_given_to_evaluate_is_the_one_used() -> None:
+    cache = TemplateCache()  # empty, hence falsy: it must not be swapped for the default
+    evaluate("{{user}} and {{char}}", _context(), cache=cache)
+    assert len(cache) == 1 and cache.misses == 1
+
+
 @pytest.mark.parametrize("form", ["inline if", "block if", "if with else", "trim", "if and trim"])
 def test_deep_nesting_warns_and_keeps_the_unreached_levels_as_written(form: str) -> None:
     build = FORMS[form]
