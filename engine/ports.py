@@ -279,8 +279,10 @@ class LatestFloor:
 
 
 class WindowPage(NamedTuple):
-    """A committed floor of a history window with one of its pages. A turn reads one per
-    floor of its window, so this is a tuple: far cheaper to build than a frozen value."""
+    """A committed floor of a history window with one of its pages, or a failed floor (its
+    input stays in the chat; ``failed`` set, and no page: ``page_id`` and ``number`` 0). A
+    turn reads one per floor of its window, so this is a tuple: far cheaper to build than a
+    frozen value."""
 
     floor_id: int
     branch_id: int
@@ -291,6 +293,7 @@ class WindowPage(NamedTuple):
     number: int
     page_hidden: bool
     meta: Mapping[str, Any] | None
+    failed: bool = False
 
 
 class WindowMessage(NamedTuple):
@@ -334,6 +337,20 @@ class FloorRepository(Protocol):
         generating or failed: inputs still without a reply), by ``seq`` and then by age."""
         ...
 
+    async def newest(self, branch_id: int) -> Floor | None:
+        """The branch's own newest floor in any state, failed ones included (by ``seq``, then
+        the newest of a number two floors share in databases from before failed floors
+        kept their number)."""
+        ...
+
+    async def newest_committed(self, branch_id: int) -> int | None:
+        """The number of the branch's own newest committed floor (None: it has none)."""
+        ...
+
+    async def failed(self, branch_id: int, first: int, last: int | None) -> list[Floor]:
+        """The branch's own failed floors with ``first <= seq <= last``, by ``seq``."""
+        ...
+
     async def latest_for_open(self, branch_id: int) -> LatestFloor:
         """What opening the branch's next floor must know, in one read: its own newest floor
         that has not failed (as :meth:`latest`), whether that floor has a pending page, and
@@ -357,7 +374,8 @@ class FloorRepository(Protocol):
     ) -> list[WindowPage]:
         """Every page of the committed floors of each ``(branch_id, first, last)`` span (own
         floors with ``first <= seq <= last``), by ``seq`` and page number, with the page's meta
-        only on floor ``meta_seq`` (None elsewhere)."""
+        only on floor ``meta_seq`` (None elsewhere); and one row per failed floor of the spans
+        (``failed`` set, page fields 0)."""
         ...
 
     async def compare_and_set(
@@ -368,9 +386,10 @@ class FloorRepository(Protocol):
         state: FloorState,
         error: str | None = None,
         active_page: int | None = None,
+        owner: str | None = None,
     ) -> bool:
         """Move the floor to ``state`` only if it is in ``expected`` (also setting
-        ``active_page`` when given); False when it was not."""
+        ``active_page`` and ``owner`` when given); False when it was not."""
         ...
 
     async def set_active_page(self, floor_id: int, *, expected: int | None, page: int) -> bool:

@@ -178,9 +178,8 @@ class ConsoleFrontend:
                 await self._setvar(args)
             case "/history":
                 for view in await self.service.history(self.key, self.branch):
-                    self._emit(
-                        "info", message=f"#{view.floor} ‹{view.page}/{view.pages}› {view.text}"
-                    )
+                    shown = "failed, no reply" if view.failed else f"{view.page}/{view.pages}"
+                    self._emit("info", message=f"#{view.floor} ‹{shown}› {view.text}")
             case "/dryrun":
                 result = await self.service.dry_run(self.key, self.branch, " ".join(args))
                 self._emit("info", message=json.dumps(result, ensure_ascii=False, default=str))

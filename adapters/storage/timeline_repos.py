@@ -234,6 +234,32 @@ class SqlFloors(_Repo):
         )
         return [convert.floor(row) for row in await self._db.execute(stmt)]
 
+    async def newest(self, branch_id: int) -> Floor | None:
+        stmt = (
+            select(FLOOR)
+            .where(FLOOR.c.branch_id == branch_id)
+            .order_by(FLOOR.c.seq.desc(), FLOOR.c.id.desc())
+            .limit(1)
+        )
+        row = (await self._db.execute(stmt)).first()
+        return None if row is None else convert.floor(row)
+
+    async def newest_committed(self, branch_id: int) -> int | None:
+        stmt = select(func.max(FLOOR.c.seq)).where(
+            FLOOR.c.branch_id == branch_id, FLOOR.c.state == "committed"
+        )
+        found = (await self._db.execute(stmt)).scalar()
+        return None if found is None else int(found)
+
+    async def failed(self, branch_id: int, first: int, last: int | None) -> list[Floor]:
+        stmt = select(FLOOR).where(
+            FLOOR.c.branch_id == branch_id, FLOOR.c.state == "failed", FLOOR.c.seq >= first
+        )
+        if last is not None:
+            stmt = stmt.where(FLOOR.c.seq <= last)
+        stmt = stmt.order_by(FLOOR.c.seq, FLOOR.c.id)
+        return [convert.floor(row) for row in await self._db.execute(stmt)]
+
     async def latest_for_open(self, branch_id: int) -> LatestFloor:
         row = (await self._db.execute(LATEST_FOR_OPEN, {"branch_id": branch_id})).first()
         if row is None:
@@ -295,12 +321,15 @@ class SqlFloors(_Repo):
         state: FloorState,
         error: str | None = None,
         active_page: int | None = None,
+        owner: str | None = None,
     ) -> bool:
         values: dict[str, Any] = {"state": state, "updated_at": utcnow()}
         if error is not None:
             values["error"] = error
         if active_page is not None:
             values["active_page"] = active_page
+        if owner is not None:
+            values["owner"] = owner
         stmt = (
             update(FLOOR).where(FLOOR.c.id == floor_id, FLOOR.c.state == expected).values(**values)
         )

@@ -6,7 +6,18 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, case, exists, null, or_, select
+from sqlalchemy import (
+    Select,
+    and_,
+    bindparam,
+    case,
+    exists,
+    literal,
+    null,
+    or_,
+    select,
+    union_all,
+)
 
 from adapters.storage.tables import BRANCH, FLOOR, LOG, MESSAGE, PAGE, SESSION
 
@@ -70,19 +81,33 @@ def window_statement(spans: int) -> Select[Any]:
     # Only one page's meta is wanted: decoding every page's JSON would cost more than the
     # rest of the row.
     meta = case((FLOOR.c.seq == bindparam("meta_seq"), PAGE.c.meta), else_=null())
-    return (
-        select(
-            FLOOR.c.id,
-            FLOOR.c.branch_id,
-            FLOOR.c.seq,
-            FLOOR.c.hidden,
-            FLOOR.c.active_page,
-            PAGE.c.id,
-            PAGE.c.number,
-            PAGE.c.hidden,
-            meta.label("meta"),
-        )
-        .select_from(FLOOR.join(PAGE, PAGE.c.floor_id == FLOOR.c.id))
-        .where(FLOOR.c.state == "committed", wanted)
-        .order_by(FLOOR.c.seq, PAGE.c.number)
+    # A failed floor's input stays in the chat: one row for it, without a page.
+    failed = FLOOR.c.state == "failed"
+    committed = select(
+        FLOOR.c.id,
+        FLOOR.c.branch_id,
+        FLOOR.c.seq,
+        FLOOR.c.hidden,
+        FLOOR.c.active_page,
+        PAGE.c.id.label("page_id"),
+        PAGE.c.number,
+        PAGE.c.hidden.label("page_hidden"),
+        meta.label("meta"),
+        literal(False).label("failed"),
+    ).select_from(FLOOR.join(PAGE, PAGE.c.floor_id == FLOOR.c.id))
+    lost = select(
+        FLOOR.c.id,
+        FLOOR.c.branch_id,
+        FLOOR.c.seq,
+        FLOOR.c.hidden,
+        FLOOR.c.active_page,
+        literal(0).label("page_id"),
+        literal(0).label("number"),
+        literal(False).label("page_hidden"),
+        null().label("meta"),
+        literal(True).label("failed"),
     )
+    both = union_all(
+        committed.where(FLOOR.c.state == "committed", wanted), lost.where(failed, wanted)
+    ).subquery()
+    return select(both).order_by(both.c.seq, both.c.id, both.c.number)

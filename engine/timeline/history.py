@@ -30,8 +30,9 @@ class HistoryService:
     async def history(
         self, branch_id: int, *, limit: int = 50, before: int | None = None
     ) -> list[FloorView]:
-        """The committed floors the branch sees, oldest first: the newest ``limit`` of them
-        (ending before floor ``before`` when given), hidden ones included and flagged."""
+        """The settled floors the branch sees, oldest first: the newest ``limit`` of them
+        (ending before floor ``before`` when given), hidden ones included and flagged, failed
+        ones included with their input and no reply (``floor.state`` says which)."""
         if not 1 <= limit <= MAX_HISTORY:
             raise LimitExceededError(
                 f"history limit {limit} is outside 1..{MAX_HISTORY}",
@@ -41,7 +42,7 @@ class HistoryService:
         async with self._storage.read() as uow:
             branch = await uow.branches.get(branch_id)
             lineage = await store.lineage_of(uow, branch)
-            last = await store.head_of(uow, lineage)
+            last = await store.last_seen(uow, lineage)
             if before is not None:
                 last = min(last, before - 1)
             if last < 1:
@@ -52,7 +53,7 @@ class HistoryService:
         """Committed floor ``seq`` as the branch sees it; TimelineNotFoundError if none."""
         async with self._storage.read() as uow:
             lineage = await store.lineage_of(uow, await uow.branches.get(branch_id))
-            views = await _views(uow, lineage, seq, seq)
+            views = await _views(uow, lineage, seq, seq, failed=False)
         if not views:
             raise TimelineNotFoundError(
                 f"branch {lineage.branch.name!r} has no committed floor {seq}"
@@ -64,6 +65,11 @@ class HistoryService:
         committed), or None when it has none of its own."""
         async with self._storage.read() as uow:
             return await uow.floors.latest(branch_id)
+
+    async def newest_floor(self, branch_id: int) -> Floor | None:
+        """The branch's own newest floor in any state, a failed one included."""
+        async with self._storage.read() as uow:
+            return await uow.floors.newest(branch_id)
 
     async def floor(self, floor_id: int) -> Floor:
         """A floor by id."""
@@ -121,8 +127,14 @@ class HistoryService:
             return link
 
 
-async def _views(uow: UnitOfWork, lineage: Lineage, first: int, last: int) -> list[FloorView]:
-    pairs = await store.lineage_pages(uow, lineage, first, last)
+async def _views(
+    uow: UnitOfWork, lineage: Lineage, first: int, last: int, *, failed: bool = True
+) -> list[FloorView]:
+    pairs: list[tuple[Floor, Page | None]]
+    if failed:
+        pairs = await store.lineage_floors(uow, lineage, first, last)
+    else:
+        pairs = list(await store.lineage_pages(uow, lineage, first, last))
     if not pairs:
         return []
     floor_ids = [floor.id for floor, _ in pairs]
@@ -138,11 +150,13 @@ async def _views(uow: UnitOfWork, lineage: Lineage, first: int, last: int) -> li
         floor_messages = messages[floor.id]
         views.append(
             FloorView(
-                floor=replace(floor, active_page=active.number),
+                floor=floor if active is None else replace(floor, active_page=active.number),
                 branch_name=names.get(floor.branch_id, ""),
                 inputs=tuple(m for m in floor_messages if m.page_id is None),
                 pages=tuple(pages[floor.id]),
-                replies=tuple(m for m in floor_messages if m.page_id == active.id),
+                replies=tuple(
+                    m for m in floor_messages if active is not None and m.page_id == active.id
+                ),
             )
         )
     return views

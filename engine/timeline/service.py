@@ -150,10 +150,14 @@ async def open_generating(
         )
     if latest is not None and found.pending:
         raise BranchBusyError(f"branch {branch.name!r}: floor {latest.seq} is regenerating")
-    # Committed floors are contiguous, so the head is the latest floor (or the fork point).
-    head = latest.seq if latest is not None else build_lineage(branch, branches).base
+    # A failed floor keeps its number: the new floor goes after the newest one of any state.
+    newest = await uow.floors.newest(branch.id)
+    base = build_lineage(branch, branches).base
+    seq = (base if newest is None else max(newest.seq, base)) + 1
+    if latest is None or latest.seq != seq - 1:
+        found = replace(found, next_floor_writes=True)  # positioned after a failed floor
     floor, page = await uow.floors.open_generating(
-        branch_id=branch.id, seq=head + 1, inputs=inputs, owner=owner
+        branch_id=branch.id, seq=seq, inputs=inputs, owner=owner
     )
     await _link_inputs(uow, branch.session_id, floor, inputs)
     scope: dict[str, Any] = {}
@@ -281,8 +285,9 @@ class TimelineService:
                 raise DuplicateNameError(f"branch {name!r} already exists in this session")
             page_number: int | None = None
             if at > 0:
-                ((_, page),) = await store.lineage_pages(uow, lineage, at, at)
-                page_number = page.number
+                # None when floor ``at`` failed: the fork sees its input and no reply.
+                pinned = await store.lineage_pages(uow, lineage, at, at)
+                page_number = pinned[0][1].number if pinned else None
             created = await uow.branches.add(
                 session_id=source.session_id,
                 name=name,
@@ -317,8 +322,9 @@ class TimelineService:
     # ------------------------------------------------------------------ floors
 
     async def open_floor(self, branch_id: int, inputs: Sequence[NewMessage] = ()) -> Floor:
-        """A new draft floor after the branch's head, holding the user's input messages.
-        BranchBusyError while another floor or page of the branch is in progress."""
+        """A new draft floor after the branch's newest floor (a failed one keeps its number),
+        holding the user's input messages. BranchBusyError while another floor or page of
+        the branch is in progress."""
         self._check_inputs(inputs, where=f"branch {branch_id}")
         async with self._storage.unit_of_work() as uow:
             branch = await uow.branches.get(branch_id)
@@ -334,8 +340,8 @@ class TimelineService:
                     raise BranchBusyError(
                         f"branch {branch.name!r}: floor {latest.seq} is regenerating"
                     )
-            head = await store.head_of(uow, await store.lineage_of(uow, branch))
-            floor = await uow.floors.add(branch_id=branch.id, seq=head + 1, owner=self.owner)
+            seq = await store.next_seq(uow, await store.lineage_of(uow, branch))
+            floor = await uow.floors.add(branch_id=branch.id, seq=seq, owner=self.owner)
             await uow.messages.add(floor_id=floor.id, page_id=None, messages=inputs)
             await _link_inputs(uow, branch.session_id, floor, inputs)
             scope = await store.floor_scope(uow, floor, None)
@@ -396,20 +402,26 @@ class TimelineService:
     # ------------------------------------------------------------------ pages
 
     async def add_page(self, floor_id: int, *, meta: Mapping[str, Any] | None = None) -> Page:
-        """A new pending page on the branch's latest floor: the first reply of a new floor, or
-        a regenerate of a committed one. BranchBusyError while another page is pending."""
+        """A new pending page on the branch's latest floor: the first reply of a new floor, a
+        regenerate of a committed one, or a retry of a failed one (the floor is generating
+        again, see :data:`~engine.timeline.states.RETRY`). BranchBusyError while another
+        page is pending."""
         async with self._storage.unit_of_work() as uow:
             floor = await uow.floors.get(floor_id)
             await uow.branches.lock(floor.branch_id)
-            if floor.state == "failed":
-                raise PageTransitionError(f"floor {floor.seq} failed; it takes no new page")
-            latest = await uow.floors.latest(floor.branch_id)
-            if latest is None or latest.id != floor.id:
+            newest = await uow.floors.newest(floor.branch_id)
+            if newest is None or newest.id != floor.id:
                 raise PageTransitionError(
                     f"floor {floor.seq} is not its branch's latest floor; only that one "
                     "can be regenerated"
                 )
             pages = await uow.pages.of_floors([floor.id])
+            # A retry: a failed floor generates again with its own input and keeps its number;
+            # its failed pages stay for diagnosis.
+            if floor.state == "failed" and not await uow.floors.compare_and_set(
+                floor.id, expected="failed", state="generating", owner=self.owner
+            ):
+                raise StaleStateError(f"floor {floor.seq} changed while it was retried")
             if any(p.status == "pending" for p in pages):
                 raise BranchBusyError(f"floor {floor.seq} already has a page being generated")
             if len(pages) >= MAX_PAGES_PER_FLOOR:

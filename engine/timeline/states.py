@@ -1,8 +1,10 @@
 """The floor and page state machines.
 
 Floors move ``draft -> generating -> committed | failed`` (a draft may also fail). Pages move
-``pending -> committed | failed``. Nothing leaves ``committed`` or ``failed``: a committed
-floor only ever gains pages, a failed one is kept for diagnosis. Storage applies each move as a
+``pending -> committed | failed``. Nothing leaves ``committed``: a committed floor only ever
+gains pages. A failed floor keeps its number, its input and its failed pages for diagnosis;
+the one way out of ``failed`` is a :data:`RETRY` of the branch's latest floor, which adds a
+page and makes the floor ``generating`` again. Storage applies each move as a
 compare-and-set, so two racing writers cannot both win.
 """
 
@@ -20,6 +22,9 @@ FLOOR_TRANSITIONS: Final[Mapping[FloorState, frozenset[FloorState]]] = {
     "committed": frozenset(),
     "failed": frozenset(),
 }
+
+RETRY: Final[tuple[FloorState, FloorState]] = ("failed", "generating")
+"""The retry of a failed floor (``TimelineService.add_page`` only, never a plain move)."""
 
 PAGE_TRANSITIONS: Final[Mapping[PageStatus, frozenset[PageStatus]]] = {
     "pending": frozenset({"committed", "failed"}),

@@ -58,7 +58,8 @@ class UserLine:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplyView:
-    """The active page of a floor as a front end shows it."""
+    """The active page of a floor as a front end shows it. A failed floor (no reply) has
+    ``failed`` set, no pages, and its user input as ``text``."""
 
     session: SessionKey
     branch: str
@@ -68,6 +69,7 @@ class ReplyView:
     text: str
     character: str
     avatar_url: str | None = None
+    failed: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -211,8 +211,8 @@ async def window_pages(
     uow: UnitOfWork, lineage: Lineage, first: int, last: int
 ) -> list[WindowPage]:
     """The committed floors ``first..last`` the branch sees, each with the page it sees
-    active (a fork sees the page it pinned), by floor number: one read for every segment,
-    with the meta of floor ``last``'s page only."""
+    active (a fork sees the page it pinned), and its failed floors (``failed`` rows), by
+    floor number: one read for every segment, with the meta of floor ``last``'s page only."""
     spans: list[tuple[int, int, int]] = []
     for segment in lineage.segments:
         low = max(first, segment.first)
@@ -223,6 +223,9 @@ async def window_pages(
     pins = {(s.branch_id, s.last) for s in lineage.segments if s.last is not None}
     seen: list[WindowPage] = []
     for row in await uow.floors.window(spans, meta_seq=last):
+        if row.failed:  # its input stays in the chat (issue 12); it has no reply
+            seen.append(row)
+            continue
         number = row.active_page
         if (row.branch_id, row.seq) in pins:
             number = lineage.pinned(row.branch_id, row.seq) or number
@@ -327,6 +330,10 @@ async def read_turn(
     # The timed state comes from the page seen on floor ``last`` (the floor before, or the
     # floor a continue extends): the only page whose meta the window read.
     timed = timed_state_from(pairs[-1].meta) if pairs and pairs[-1].seq == last else TimedState()
+    answered = [p for p in pairs if not p.failed]
+    if pairs and pairs[-1].failed and answered:
+        # The floor before failed: the timed state is what the last answered floor left.
+        timed = timed_state_of(await uow.pages.get(answered[-1].page_id))
     user_input: str | None = extra_input
     if inputs:
         input_lines = [

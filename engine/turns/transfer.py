@@ -187,7 +187,8 @@ async def export_chat(
             if first > head:
                 break
             last = min(head, first + EXPORT_PAGE - 1)
-            pairs = await store.lineage_pages(uow, lineage, first, last)
+            # Failed floors too: the user's message stays in the chat without a reply.
+            pairs = await store.lineage_floors(uow, lineage, first, last)
             floor_ids = [f.id for f, _ in pairs]
             pages = await uow.pages.of_floors(floor_ids)
             messages = await uow.messages.of_floors(floor_ids)
@@ -198,6 +199,8 @@ async def export_chat(
             inputs = _input_entries(floor, own, include_hidden=include_hidden)
             user_name = user_name or next((e.name for e in inputs if e.is_user), None)
             entries.extend(inputs)
+            if active is None:
+                continue
             reply = [m for m in own if m.page_id == active.id]
             if not reply:
                 continue
@@ -313,7 +316,8 @@ async def dry_run(
     async with service.storage.unit_of_work() as uow:
         session = await uow.sessions.get(session_id)
         lineage = await store.lineage_of(uow, branch)
-        head = await store.head_of(uow, lineage)
+        # The next floor's number: after failed floors too, whose inputs stay in the chat.
+        head = await store.next_seq(uow, lineage) - 1
         probe = Floor(
             id=-1,
             branch_id=branch.id,

@@ -192,7 +192,8 @@ class TurnOps(ServiceBase):
     async def regenerate(
         self, key: SessionKey, branch: str, *, on_text: OnText | None = None
     ) -> ReplyView:
-        """Add a page to the branch's latest floor by re-running its whole turn."""
+        """Add a page to the branch's latest floor by re-running its whole turn; on a failed
+        latest floor this is the retry of its input (the floor keeps its number)."""
         return await self._again(key, branch, "regenerate", on_text)
 
     async def continue_reply(
@@ -208,8 +209,14 @@ class TurnOps(ServiceBase):
         ids = await self._session(key)
         target = await self._branch(ids.session_id, branch)
         async with self.locks.hold(ids.session_id, branch):
-            latest = await self.history_service.latest_floor(target.id)
-            if latest is None or latest.state != "committed":
+            latest = await self.history_service.newest_floor(target.id)
+            if latest is not None and latest.state == "failed" and mode != "regenerate":
+                raise NothingToDoError(
+                    f"floor {latest.seq} of branch {branch!r} failed and has no reply to "
+                    f"{mode}; regenerate retries it"
+                )
+            # A failed latest floor is retried: a new page for its own input (issue 12).
+            if latest is None or latest.state not in ("committed", "failed"):
                 raise NothingToDoError(f"branch {branch!r} has no reply of its own to {mode} yet")
             previous = ""
             if mode == "continue":

@@ -1,7 +1,8 @@
 """Floors as front ends show them (:class:`~engine.turns.api.ReplyView`).
 
 Front ends count pages among the *committed* pages of a floor (a failed regenerate leaves a
-page behind that is never shown), so page ``n`` of a view is the n-th committed page.
+page behind that is never shown), so page ``n`` of a view is the n-th committed page. A failed
+floor stays in the history, shown with its input and marked failed (it can be retried).
 """
 
 from __future__ import annotations
@@ -30,7 +31,19 @@ def page_number(pages: Sequence[Page], index: int) -> int | None:
 
 
 def reply_view(key: SessionKey, view: FloorView) -> ReplyView:
-    """The active page of one floor."""
+    """The active page of one floor; for a failed floor, its input marked failed."""
+    if view.floor.state == "failed":
+        inputs = [m for m in view.inputs if not m.hidden]
+        return ReplyView(
+            session=key,
+            branch=view.branch_name,
+            floor=view.floor.seq,
+            page=0,
+            pages=0,
+            text="\n".join(m.display for m in inputs),
+            character="",
+            failed=True,
+        )
     active = view.active
     hidden = active is not None and active.hidden  # a deleted platform message hid it
     replies = [m for m in view.replies if not m.hidden and not hidden]

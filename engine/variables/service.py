@@ -165,10 +165,12 @@ class VariableService:
             await uow.variables.change("page", page_id, delta)
             return
         lineage = await store.lineage_of(uow, branch)
-        seq = await store.head_of(uow, lineage) + 1
+        # Positioned on the floor in progress, else before the next floor (which comes after
+        # a failed floor: failed floors keep their numbers).
         open_floor: Floor | None = await uow.floors.latest(branch.id)
-        if open_floor is not None and open_floor.seq != seq:
+        if open_floor is not None and open_floor.state == "committed":
             open_floor = None
+        seq = open_floor.seq if open_floor is not None else await store.next_seq(uow, lineage)
         await uow.variables.append([_at(entry, seq=seq, floor_id=None, page_id=None)])
         if scope == "branch":
             await uow.variables.change("branch", branch.id, delta)

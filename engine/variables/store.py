@@ -46,12 +46,41 @@ async def lineage_of(uow: UnitOfWork, branch: Branch) -> Lineage:
 
 
 async def head_of(uow: UnitOfWork, lineage: Lineage) -> int:
-    """The number of the newest committed floor the branch sees (0: none)."""
-    latest = await uow.floors.latest(lineage.branch.id)
-    if latest is None:
+    """The number of the newest committed floor the branch sees (0: none). Failed floors
+    keep their numbers, so committed floors may have gaps."""
+    newest = await uow.floors.newest_committed(lineage.branch.id)
+    return lineage.base if newest is None else newest
+
+
+async def next_seq(uow: UnitOfWork, lineage: Lineage) -> int:
+    """The number the branch's next floor takes: after every floor it has, failed ones
+    included (a failed floor keeps its number and stays in the chat)."""
+    newest = await uow.floors.newest(lineage.branch.id)
+    return (lineage.base if newest is None else max(newest.seq, lineage.base)) + 1
+
+
+async def last_seen(uow: UnitOfWork, lineage: Lineage) -> int:
+    """The number of the newest floor the branch sees that is settled (committed or
+    failed); a floor still in progress is not yet part of what it shows."""
+    newest = await uow.floors.newest(lineage.branch.id)
+    if newest is None:
         return lineage.base
-    # Committed floors are contiguous: a new floor opens only right after the head.
-    return latest.seq if latest.state == "committed" else latest.seq - 1
+    return newest.seq if newest.state in ("committed", "failed") else newest.seq - 1
+
+
+async def lineage_floors(
+    uow: UnitOfWork, lineage: Lineage, first: int, last: int
+) -> list[tuple[Floor, Page | None]]:
+    """The settled floors ``first..last`` the branch sees, by number: committed ones with
+    the page the branch sees active, failed ones (no reply, but their input) with None."""
+    found: list[tuple[Floor, Page | None]] = list(await lineage_pages(uow, lineage, first, last))
+    for segment in lineage.segments:
+        low = max(first, segment.first)
+        high = last if segment.last is None else min(last, segment.last)
+        if low <= high:
+            found.extend((f, None) for f in await uow.floors.failed(segment.branch_id, low, high))
+    found.sort(key=lambda pair: (pair[0].seq, pair[0].id))
+    return found
 
 
 async def lineage_pages(

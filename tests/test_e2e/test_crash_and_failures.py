@@ -37,9 +37,16 @@ async def test_sigkill_during_a_streamed_reply(tmp_path: Path) -> None:
 
         restarted = await ConsoleProcess.start(env, "--session", "crash", cwd=tmp_path)
         after = await restarted.ask("after the crash")
-        assert (after["floor"], after["text"]) == (2, "echo: after the crash")
+        # Issue 12: the interrupted floor keeps its number, and its message stays in the
+        # chat: the next prompt holds it.
+        assert (after["floor"], after["text"]) == (3, "echo: after the crash")
+        users = [m["content"] for m in fake.chat_requests[-1].messages if m["role"] == "user"]
+        assert users[-2:] == ["tell me a story", "after the crash"]
         history = await restarted.ask("/history", kinds=("info",))
         assert history["message"].startswith("#1")
+        failed, last = await restarted.read(), await restarted.read()
+        assert failed["message"] == "#2 ‹failed, no reply› tell me a story"
+        assert last["message"].startswith("#3 ‹1/1›")
         assert await restarted.close() == 0
 
     storage = await open_storage(f"sqlite+aiosqlite:///{db}", migrate=False)
@@ -52,7 +59,9 @@ async def test_sigkill_during_a_streamed_reply(tmp_path: Path) -> None:
             assert await uow.floors.in_state("draft") == []
             assert await uow.pages.in_status("pending") == []
             committed = await uow.floors.committed(failed[0].branch_id, 1, None)
-            assert [f.seq for f in committed] == [1, 2]
+            assert [f.seq for f in committed] == [1, 3]
+            kept = await uow.messages.of_floors([failed[0].id])
+            assert [(m.role, m.raw) for m in kept] == [("user", "tell me a story")]
     finally:
         await storage.close()
 
@@ -88,7 +97,7 @@ async def test_500_mid_stream_in_the_console(tmp_path: Path) -> None:
     assert kinds == ["info", "reply", "error", "vars", "reply"]
     assert "mid-stream" in rows[2]["message"]
     assert rows[3]["vars"] == {"mood": "calm"}
-    assert (rows[4]["floor"], rows[4]["text"]) == (2, "echo: three")
+    assert (rows[4]["floor"], rows[4]["text"]) == (3, "echo: three")  # floor 2 failed
 
 
 async def test_a_new_console_chat_opens_with_the_greeting(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from engine.timeline.errors import (
     PageTransitionError,
     StaleStateError,
 )
+from engine.timeline.service import TimelineService
 from engine.timeline.states import FLOOR_TRANSITIONS, check_floor_transition
 from engine.timeline.values import FLOOR_STATES, NewMessage
 from tests.test_storage.support import World
@@ -85,24 +86,46 @@ async def test_refused_floor_moves_raise_typed_errors(storage) -> None:
     assert [p.status for p in await world.history.pages(floor.id)] == ["failed"]
     with pytest.raises(FloorTransitionError, match="a failed floor cannot become generating"):
         await world.timeline.start_generating(floor.id)
-    with pytest.raises(PageTransitionError, match="failed; it takes no new page"):
-        await world.timeline.add_page(floor.id)
     # All refusals are part of the engine tree.
     assert issubclass(FloorTransitionError, InvalidTransitionError)
     assert issubclass(StaleStateError, ConflictError)
 
 
-async def test_a_failed_floor_gives_its_number_back(storage) -> None:
+async def test_a_failed_floor_keeps_its_number_and_input(storage) -> None:
     world = World(storage)
     opened = await world.session()
-    floor = await world.timeline.open_floor(opened.main.id)
+    floor = await world.timeline.open_floor(opened.main.id, [NewMessage(role="user", raw="hi")])
     await world.timeline.start_generating(floor.id)
     page = await world.timeline.add_page(floor.id)
     failed = await world.timeline.fail_page(page.id, "model down")
     assert (failed.floor.state, failed.page.status) == ("failed", "failed")
-    retry = await world.turn(opened.main.id)
-    assert retry.floor.seq == 1 and retry.floor.id != floor.id
+    after = await world.turn(opened.main.id)
+    assert after.floor.seq == 2  # issue 12: a failed floor's number is never reused
     assert (await world.history.floor(floor.id)).error == "model down"  # kept for diagnosis
+    views = await world.history.history(opened.main.id)
+    assert [(v.floor.seq, v.floor.state) for v in views] == [(1, "failed"), (2, "committed")]
+    assert [m.raw for m in views[0].inputs] == ["hi"] and views[0].replies == ()
+    assert await world.timeline.head(opened.main.id) == 2
+
+
+async def test_a_failed_latest_floor_is_retried_in_place(storage) -> None:
+    world = World(storage)
+    opened = await world.session()
+    done = await world.turn(opened.main.id)
+    floor = await world.timeline.open_floor(opened.main.id, [NewMessage(role="user", raw="x")])
+    await world.timeline.fail_floor(floor.id, "interrupted")
+    # The older floor is no longer the latest: only the failed one can be regenerated.
+    with pytest.raises(PageTransitionError, match="not its branch's latest floor"):
+        await world.timeline.add_page(done.floor.id)
+    retry = await TimelineService(storage, owner="me").add_page(floor.id)
+    moved = await world.history.floor(floor.id)
+    assert (retry.number, moved.state, moved.owner) == (1, "generating", "me")
+    committed = await world.timeline.commit_page(
+        retry.id, messages=[NewMessage(role="assistant", raw="at last")]
+    )
+    assert (committed.floor.seq, committed.floor.state) == (2, "committed")
+    view = await world.history.floor_view(opened.main.id, 2)
+    assert [m.raw for m in view.inputs] == ["x"] and [m.raw for m in view.replies] == ["at last"]
 
 
 async def test_one_generation_per_branch(storage) -> None:

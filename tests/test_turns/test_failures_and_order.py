@@ -43,7 +43,10 @@ async def test_500_mid_stream_fails_the_floor_and_the_next_message_works(
     assert "generation.failed" in events.names() and "floor.failed" in events.names()
     fake.script(FakeReply(text="fine now"))
     view = await remote.respond(KEY, MAIN_BRANCH, [line("again")])
-    assert (view.floor, view.text) == (1, "fine now")
+    assert (view.floor, view.text) == (2, "fine now")  # floor 1 failed and keeps its number
+    # The failed floor's message stays part of the chat: the next prompt holds it.
+    contents = [m["content"] for m in fake.chat_requests[-1].messages]
+    assert contents[-2:] == ["hi", "again"]
 
 
 async def test_floors_left_generating_fail_on_start(storage: SqlStorage, events: Recorder) -> None:
@@ -59,8 +62,10 @@ async def test_floors_left_generating_fail_on_start(storage: SqlStorage, events:
     failed = await restarted.start()
     assert [f.seq for f in failed] == [2]
     view = await restarted.respond(KEY, MAIN_BRANCH, [line("three")])
-    assert view.floor == 2
-    assert [v.floor for v in await restarted.history(KEY, MAIN_BRANCH)] == [1, 2]
+    assert view.floor == 3
+    history = await restarted.history(KEY, MAIN_BRANCH)
+    assert [(v.floor, v.failed) for v in history] == [(1, False), (2, True), (3, False)]
+    assert history[1].text == "two"
 
 
 async def test_two_messages_at_once_give_two_floors_in_order(
@@ -113,7 +118,7 @@ async def test_cancelled_turn_fails_and_the_branch_goes_on(
         await task
     fake.script(FakeReply(text="ok"))
     view = await remote.respond(KEY, MAIN_BRANCH, [line("again")])
-    assert view.floor == 1
+    assert view.floor == 2
 
 
 async def test_regenerate_without_a_reply_is_refused(service: TavernService) -> None:
@@ -130,7 +135,7 @@ async def test_narrator_disabled_is_an_error_and_nothing_stays_generating(
     with pytest.raises(EngineError, match="narrator"):
         await service.respond(KEY, MAIN_BRANCH, [line("hi")])
     await service.configure(KEY, slots=["narrator"])
-    assert (await service.respond(KEY, MAIN_BRANCH, [line("hi")])).floor == 1
+    assert (await service.respond(KEY, MAIN_BRANCH, [line("hi")])).floor == 2
 
 
 async def test_recovery_of_one_session_leaves_the_others_alone(

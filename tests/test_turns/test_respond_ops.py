@@ -32,15 +32,16 @@ async def test_a_broken_asset_fails_the_turn_with_a_failed_floor_and_nothing_els
     with pytest.raises(FormatError):
         await service.respond(KEY, "main", [line("are you there?")])
     assert await _floors(storage, branch.id) == [(1, "committed"), (2, "failed")]
-    async with storage.read() as uow:  # the failed turn stored no input and no page
+    async with storage.read() as uow:  # the failed turn kept its input (issue 12), no page
         failed = [f for f in await uow.floors.in_state("failed") if f.branch_id == branch.id]
-        assert await uow.messages.of_floors([failed[0].id]) == []
+        kept = await uow.messages.of_floors([failed[0].id])
+        assert [(m.raw, m.page_id) for m in kept] == [("are you there?", None)]
         assert await uow.pages.of_floors([failed[0].id]) == []
     assert "generation.failed" in events.names()
     await service.timeline.update_settings(ids.session_id, SessionSettings())
     reply = await service.respond(KEY, "main", [line("now?")])
-    assert reply.floor == 2
-    assert await _floors(storage, branch.id) == [(1, "committed"), (2, "committed"), (2, "failed")]
+    assert reply.floor == 3  # the failed floor keeps its number
+    assert await _floors(storage, branch.id) == [(1, "committed"), (2, "failed"), (3, "committed")]
 
 
 async def test_a_busy_branch_leaves_no_floor(service: TavernService, storage: SqlStorage) -> None:

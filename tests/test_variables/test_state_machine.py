@@ -61,17 +61,26 @@ class MBranch:
     fork_floor: int
     fork_page: int | None
     floors: dict[int, MFloor] = field(default_factory=dict)  # own committed floors by seq
+    failed: dict[int, int] = field(default_factory=dict)  # own failed floors: seq -> id
     explicit: dict[int, list[tuple[str, str, int | None]]] = field(default_factory=dict)
 
     def head(self) -> int:
         return max(self.floors, default=self.fork_floor)
 
-    def source(self, seq: int) -> tuple[MFloor, int]:
-        """The floor the branch sees at ``seq`` and the page it sees active there."""
+    def next(self) -> int:
+        """The number of the next floor: failed floors keep theirs (issue 12)."""
+        return max([*self.floors, *self.failed], default=self.fork_floor) + 1
+
+    def source(self, seq: int) -> tuple[MFloor, int] | None:
+        """The floor the branch sees at ``seq`` and the page it sees active there (None: a
+        failed floor, which has no page)."""
         if self.parent is None or seq > self.fork_floor:
-            floor = self.floors[seq]
-            return floor, floor.active
-        floor, page = self.parent.source(seq)
+            floor = self.floors.get(seq)
+            return None if floor is None else (floor, floor.active)
+        seen = self.parent.source(seq)
+        if seen is None:
+            return None
+        floor, page = seen
         return floor, (self.fork_page or page) if seq == self.fork_floor else page
 
     def explicit_at(self, seq: int) -> list[tuple[str, str, int | None]]:
@@ -84,14 +93,20 @@ class MBranch:
         """Floor ``seq``'s floor scope: explicit floor writes, then its active page's."""
         state: dict[str, Any] = {}
         _apply(state, self.explicit_at(seq), "floor")
-        floor, page = self.source(seq)
+        seen = self.source(seq)
+        if seen is None:
+            return {}  # a failed floor has no floor scope to read
+        floor, page = seen
         _apply(state, floor.pages[page], "floor")
         return state
 
     def page_scope(self, seq: int) -> dict[str, Any]:
         """The page scope of the page this branch sees active on floor ``seq``."""
         state: dict[str, Any] = {}
-        floor, page = self.source(seq)
+        seen = self.source(seq)
+        if seen is None:
+            return {}
+        floor, page = seen
         _apply(state, floor.pages[page], "page")
         return state
 
@@ -99,10 +114,13 @@ class MBranch:
         state: dict[str, Any] = {}
         for seq in range(1, upto + 1):
             _apply(state, self.explicit_at(seq), "branch")
-            floor, page = self.source(seq)
-            _apply(state, floor.pages[page], "branch")
+            seen = self.source(seq)
+            if seen is not None:
+                floor, page = seen
+                _apply(state, floor.pages[page], "branch")
         if head:
-            _apply(state, self.explicit.get(upto + 1, []), "branch")
+            for seq in range(upto + 1, self.next() + 1):
+                _apply(state, self.explicit.get(seq, []), "branch")
         return state
 
 
@@ -140,10 +158,12 @@ def make_machine(loop: asyncio.AbstractEventLoop, storage: SqlStorage) -> type:
             branch = self.pick(b)
             tl = self.world.timeline
             floor = self.run(tl.open_floor(branch.id, [NewMessage(role="user", raw="hi")]))
+            assert floor.seq == branch.next()
             self.run(tl.start_generating(floor.id))
             page = self.run(tl.add_page(floor.id))
             if fail:
                 self.run(tl.fail_page(page.id, "model failed"))
+                branch.failed[floor.seq] = floor.id
             else:
                 self.run(tl.commit_page(page.id, writes=_mutations(writes)))
                 branch.floors[floor.seq] = MFloor(id=floor.id, pages={1: writes})
@@ -153,6 +173,21 @@ def make_machine(loop: asyncio.AbstractEventLoop, storage: SqlStorage) -> type:
         @rule(b=st.integers(0, 99), writes=_writes, commit=st.booleans())
         def regenerate(self, b: int, writes: list[Any], commit: bool) -> None:
             branch = self.pick(b)
+            newest = branch.next() - 1
+            if newest in branch.failed:  # a retry of the failed floor, in place
+                floor_id = branch.failed[newest]
+                page = self.run(self.world.timeline.add_page(floor_id))
+                if commit:
+                    self.run(self.world.timeline.commit_page(page.id, writes=_mutations(writes)))
+                    del branch.failed[newest]
+                    branch.floors[newest] = MFloor(
+                        id=floor_id, pages={page.number: writes}, active=page.number
+                    )
+                    self.shared(writes)
+                else:
+                    self.run(self.world.timeline.fail_page(page.id, "model failed"))
+                self.check(branch)
+                return
             if not branch.floors:
                 return
             seq = max(branch.floors)
@@ -187,7 +222,8 @@ def make_machine(loop: asyncio.AbstractEventLoop, storage: SqlStorage) -> type:
             created = self.run(
                 self.world.timeline.fork(branch.id, name=f"b{len(self.branches)}", after_floor=at)
             )
-            page = branch.source(at)[1] if at else None
+            seen = branch.source(at) if at else None
+            page = seen[1] if seen is not None else None
             self.branches.append(
                 MBranch(id=created.id, parent=branch, fork_floor=at, fork_page=page)
             )
@@ -208,7 +244,7 @@ def make_machine(loop: asyncio.AbstractEventLoop, storage: SqlStorage) -> type:
             if scope in ("chat", "global"):
                 self.shared([(scope, key, value)])
             else:  # positioned before the branch's next floor
-                branch.explicit.setdefault(branch.head() + 1, []).append((scope, key, value))
+                branch.explicit.setdefault(branch.next(), []).append((scope, key, value))
             self.check(branch)
 
         @rule(b=st.integers(0, 99), at=st.integers(0, 99))
