@@ -215,9 +215,11 @@ class Generation:
         """Assemble in a worker thread, so a costly prompt (regex scripts and keys, macros,
         token counts) never holds the event loop and other sessions' turns go on meanwhile.
 
-        The thread touches only this turn's values and caches that lock (templates, token
-        counts) or are idempotent (compiled patterns); events are emitted here, on the loop,
-        once it returns. A cancelled turn stops waiting at once; the thread then ends within
+        The thread touches this turn's own values (macro context, variable state, history
+        window), the parsed assets shared between turns (frozen values, only read), and
+        caches that take a lock (parsed templates, token counts) or whose races only repeat
+        pure work (compiled patterns, ``{{if}}`` splits); events are emitted here, on the
+        loop, once it returns. A cancelled turn stops waiting at once; the thread then ends within
         the assembly's own bounds (the regex budget, macro limits).
         """
         result, macros = await asyncio.to_thread(self._assemble, instances)
