@@ -36,7 +36,8 @@ async def greet(
         async with service.storage.unit_of_work() as uow:
             session = await uow.sessions.get(ids.session_id)
             assets = await load_assets(uow, session)
-            head = await store.head_of(uow, await store.lineage_of(uow, target))
+            # Any floor, a failed one too (its message stays in the chat), means not empty.
+            head = await store.next_seq(uow, await store.lineage_of(uow, target)) - 1
         card = assets.card
         if card is None or head > 0 or not card.first_mes.strip():
             return None

@@ -117,3 +117,14 @@ async def test_regenerate_retries_a_failed_latest_floor(
     assert [(p.number, p.status) for p in pages] == [(1, "failed"), (2, "committed")]
     assert floor.active_page == 2
     assert (await service.respond(KEY, MAIN_BRANCH, [line("three")])).floor == 3
+
+
+async def test_a_chat_whose_first_message_failed_gets_no_greeting_after_it(
+    service: TavernService,
+) -> None:
+    card = {"name": "Mira", "first_mes": "Hello, I am Mira.", "description": ""}
+    await service.import_asset(KEY, "card", "mira.json", json.dumps(card).encode())
+    await _fail_a_turn(service, "hi?")
+    assert await service.greet(KEY, MAIN_BRANCH) is None
+    history = await service.history(KEY, MAIN_BRANCH)
+    assert [(v.floor, v.failed, v.text) for v in history] == [(1, True, "hi?")]
