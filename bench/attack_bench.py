@@ -11,6 +11,8 @@ Rounds alternate: the bystander plays ``--turns`` turns alone, then the same num
 attacker attacks. Target: the bystander's median reply time under attack is at most 1.5x its
 median alone. The attacker's turns must still commit, each with the regex budget's warning.
 
+``--attackers N`` runs N attacking sessions at once (default 1).
+
 Run from the repository root: ``python bench/attack_bench.py [--rounds N] [--turns N]``.
 """
 
@@ -122,19 +124,21 @@ class Attack:
             self.turns.append(time.perf_counter() - start)
 
 
-async def _warned_pages(service: TavernService, key: SessionKey) -> tuple[int, int]:
-    """(attacker's committed pages, those whose meta carries the regex budget's warning)."""
-    ids = await service._session(key)
-    branch = await service._branch(ids.session_id, "main")
+async def _warned_pages(service: TavernService, keys: list[SessionKey]) -> tuple[int, int]:
+    """(attackers' committed pages, those whose meta carries the regex budget's warning)."""
+    branches = set()
+    for key in keys:
+        ids = await service._session(key)
+        branches.add((await service._branch(ids.session_id, "main")).id)
     async with service.storage.unit_of_work() as uow:
         floors = await uow.floors.in_state("committed")
-        mine = [f.id for f in floors if f.branch_id == branch.id]
+        mine = [f.id for f in floors if f.branch_id in branches]
         pages: list[Any] = await uow.pages.of_floors(mine)
     warned = [p for p in pages if any(EXHAUSTED in w for w in p.meta.get("warnings", []))]
     return len(pages), len(warned)
 
 
-async def run(url: str, rounds: int, turns: int) -> int:
+async def run(url: str, rounds: int, turns: int, attackers: int) -> int:
     storage = await open_storage(url)
     pool = ChatModelPool()
     server = await asyncio.create_subprocess_exec(
@@ -154,27 +158,35 @@ async def run(url: str, rounds: int, turns: int) -> int:
         default_profile=profile,
     )
     await service.start()
-    attacker = SessionKey(platform="bench", realm="attacker", key="attacker")
     bystander = SessionKey(platform="bench", realm="bystander", key="bystander")
-    await service.open_session(attacker)
     await service.open_session(bystander)
-    await service.import_asset(attacker, "card", "trap.json", _card())
-    await service.import_asset(attacker, "regex", "evil.json", _scripts())
-    await service.import_asset(attacker, "worldbook", "trap.json", _book())
+    keys = [SessionKey(platform="bench", realm="attacker", key=f"a{i}") for i in range(attackers)]
+    for number, key in enumerate(keys):
+        await service.open_session(key)
+        if number == 0:  # realm assets: imported once, bound to every attacker's session
+            await service.import_asset(key, "card", "trap.json", _card())
+            await service.import_asset(key, "regex", "evil.json", _scripts())
+            await service.import_asset(key, "worldbook", "trap.json", _book())
+        else:
+            await service.bind_asset(key, "card", "Trap")
+            await service.bind_asset(key, "regex", "evil")
+            await service.bind_asset(key, "worldbook", "trap")
     await _bystander_turns(service, bystander, 3)  # warm-up: tokenizer, caches, connections
 
     alone: list[float] = []
     attacked: list[float] = []
-    attack = Attack(service, attacker)
+    attacks = [Attack(service, key) for key in keys]
     for _ in range(rounds):
         alone += await _bystander_turns(service, bystander, turns)
-        attack.stopped = False
         async with asyncio.TaskGroup() as group:
-            group.create_task(attack.run())
-            await asyncio.sleep(0)  # the attacker's turn is under way first
+            for attack in attacks:
+                attack.stopped = False
+                group.create_task(attack.run())
+            await asyncio.sleep(0)  # the attackers' turns are under way first
             attacked += await _bystander_turns(service, bystander, turns)
-            attack.stopped = True
-    committed, warned = await _warned_pages(service, attacker)
+            for attack in attacks:
+                attack.stopped = True
+    committed, warned = await _warned_pages(service, keys)
     server.stdin.close()
     await server.wait()
     await pool.aclose()
@@ -182,8 +194,8 @@ async def run(url: str, rounds: int, turns: int) -> int:
 
     ratio = statistics.median(attacked) / statistics.median(alone)
     print(
-        f"{rounds} rounds x {turns} bystander turns, {LATENCY_S * 1000:.0f} ms model latency "
-        "(fake server in its own process), SQLite"
+        f"{rounds} rounds x {turns} bystander turns, {attackers} attacker(s), "
+        f"{LATENCY_S * 1000:.0f} ms model latency (fake server in its own process), SQLite"
     )
     print(
         f"bystander alone: median {statistics.median(alone) * 1000:.0f} ms, "
@@ -194,12 +206,14 @@ async def run(url: str, rounds: int, turns: int) -> int:
         f"max {max(attacked) * 1000:.0f} ms"
     )
     print(f"ratio under attack / alone: {ratio:.2f}x (target <= {TARGET}x)")
+    turns_taken = [t for attack in attacks for t in attack.turns]
+    failed = sum(attack.failed for attack in attacks)
     print(
-        f"attacker: {len(attack.turns)} turns, median {statistics.median(attack.turns):.2f} s, "
-        f"max {max(attack.turns):.2f} s; {attack.failed} failed; {committed} committed pages, "
+        f"attackers: {len(turns_taken)} turns, median {statistics.median(turns_taken):.2f} s, "
+        f"max {max(turns_taken):.2f} s; {failed} failed; {committed} committed pages, "
         f"{warned} with the regex budget's warning"
     )
-    ok = ratio <= TARGET and attack.failed == 0 and warned == committed > 0
+    ok = ratio <= TARGET and failed == 0 and warned == committed > 0
     return 0 if ok else 1
 
 
@@ -207,6 +221,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--turns", type=int, default=10, help="bystander turns per round")
+    parser.add_argument("--attackers", type=int, default=1, help="attacking sessions at once")
     parser.add_argument("--db", help="database URL (default: a temporary SQLite file)")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -214,9 +229,10 @@ def main() -> int:
         asyncio.run(serve(args.serve))
         return 0
     if args.db:
-        return asyncio.run(run(args.db, args.rounds, args.turns))
+        return asyncio.run(run(args.db, args.rounds, args.turns, args.attackers))
     with tempfile.TemporaryDirectory() as tmp:
-        return asyncio.run(run(f"sqlite+aiosqlite:///{tmp}/bench.db", args.rounds, args.turns))
+        url = f"sqlite+aiosqlite:///{tmp}/bench.db"
+        return asyncio.run(run(url, args.rounds, args.turns, args.attackers))
 
 
 if __name__ == "__main__":
