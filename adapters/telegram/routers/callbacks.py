@@ -120,7 +120,14 @@ def build(frontend: Frontend) -> Router:
         await frontend.state.switch_branch(where.key, callback_data.branch)
         await query.answer(f"Now on branch {callback_data.branch}.")
         history = await frontend.service.history(where.key, callback_data.branch, limit=1)
-        if history:
+        if history and history[-1].failed:
+            await bot.send_message(
+                message.chat.id,
+                f"Branch {callback_data.branch}: the message of floor {history[-1].floor} got "
+                "no reply (it failed); /regen retries it.",
+                parse_mode=None,
+            )
+        elif history:
             await frontend.turns.show(bot, where, history[-1])
         else:
             await bot.send_message(
