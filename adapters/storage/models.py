@@ -113,7 +113,11 @@ class FloorRow(Base):
 
 class PageRow(Base):
     __tablename__ = "page"
-    __table_args__ = (UniqueConstraint("floor_id", "number", name="uq_page_floor_number"),)
+    __table_args__ = (
+        UniqueConstraint("floor_id", "number", name="uq_page_floor_number"),
+        # Recovery (at start and at every lease heartbeat) looks for pending pages.
+        Index("ix_page_status", "status"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     floor_id: Mapped[int] = mapped_column(ForeignKey("floor.id"))

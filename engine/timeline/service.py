@@ -563,7 +563,10 @@ class TimelineService:
         ``leases``: fail only the work of dead owners (see :mod:`engine.timeline.leases`), so
         a turn another live process is generating is left alone; None: everything.
         ``session_id``: only that session's floors. Returns the failed floors."""
-        async with self._storage.unit_of_work() as uow:
+        # Read first (the heartbeat sweeps often, and there is rarely anything to fail), so
+        # the write lock is only taken when something is to change; the compare-and-set
+        # updates then refuse whatever moved in between.
+        async with self._storage.read() as uow:
             mine: set[int] | None = None
             if session_id is not None:
                 mine = {b.id for b in await uow.branches.list(session_id)}
@@ -578,21 +581,23 @@ class TimelineService:
                 pages = [p for p in pages if (await uow.pages.context(p.id)).branch.id in mine]
             owners = [f.owner for f in floors] + [p.owner for p in pages]
             dead = None if leases is None else await leases.dead_owners(uow, owners)
-            failed: list[Floor] = []
+        floors = [f for f in floors if dead is None or f.owner in dead]
+        doomed = {f.id for f in floors}
+        pages = [p for p in pages if dead is None or p.owner in dead or p.floor_id in doomed]
+        failed: list[Floor] = []
+        if not floors and not pages:
+            return failed
+        async with self._storage.unit_of_work() as uow:
             for floor in floors:
-                if dead is not None and floor.owner not in dead:
-                    continue
                 error = INTERRUPTED if floor.state == "generating" else INTERRUPTED_DRAFT
                 if await uow.floors.compare_and_set(
                     floor.id, expected=floor.state, state="failed", error=error
                 ):
                     failed.append(replace(floor, state="failed", error=error))
-            gone = {f.id for f in failed}
             for page in pages:
-                if page.floor_id in gone or dead is None or page.owner in dead:
-                    await uow.pages.compare_and_set(
-                        page.id, expected="pending", status="failed", error=INTERRUPTED
-                    )
+                await uow.pages.compare_and_set(
+                    page.id, expected="pending", status="failed", error=INTERRUPTED
+                )
         for floor in failed:
             self._emit("floor.failed", floor_id=floor.id, floor=floor.seq, error=floor.error)
         return failed

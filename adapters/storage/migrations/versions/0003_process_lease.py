@@ -1,4 +1,5 @@
-"""process leases: a lease per running process, and the owner of each floor and page
+"""process leases: a lease per running process, the owner of each floor and page, and an
+index on page status for recovery
 
 Revision ID: 0003_lease
 Revises: 0002_memory
@@ -30,9 +31,11 @@ def upgrade() -> None:
     # Plain ADD COLUMN of a nullable column: no table rebuild on SQLite.
     op.add_column('floor', sa.Column('owner', sa.String(length=64), nullable=True))
     op.add_column('page', sa.Column('owner', sa.String(length=64), nullable=True))
+    op.create_index('ix_page_status', 'page', ['status'], unique=False)
 
 
 def downgrade() -> None:
+    op.drop_index('ix_page_status', table_name='page')
     with op.batch_alter_table('page') as batch:
         batch.drop_column('owner')
     with op.batch_alter_table('floor') as batch:
