@@ -128,3 +128,15 @@ async def test_a_chat_whose_first_message_failed_gets_no_greeting_after_it(
     assert await service.greet(KEY, MAIN_BRANCH) is None
     history = await service.history(KEY, MAIN_BRANCH)
     assert [(v.floor, v.failed, v.text) for v in history] == [(1, True, "hi?")]
+
+
+async def test_a_fork_after_a_failed_floor_sees_its_message(service: TavernService) -> None:
+    await service.set_variable(KEY, MAIN_BRANCH, "mood", "calm", "branch")
+    await service.respond(KEY, MAIN_BRANCH, [line("one")])
+    await _fail_a_turn(service, "two")
+    await service.respond(KEY, MAIN_BRANCH, [line("three")])
+    await service.fork(KEY, MAIN_BRANCH, after_floor=2, name="side")
+    history = await service.history(KEY, "side")
+    assert [(v.floor, v.failed) for v in history] == [(1, False), (2, True)]
+    assert await service.variables(KEY, "side") == {"mood": "calm"}
+    assert (await service.respond(KEY, "side", [line("elsewhere")])).floor == 3
