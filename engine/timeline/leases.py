@@ -7,8 +7,9 @@ recovery, and the heartbeat's sweep after it, fail only the work of owners that 
 
 - a lease not renewed before its ``expires_at`` (:data:`LEASE_EXPIRY_S` after the last
   heartbeat) is dead: the process stopped or hangs;
-- a lease of this host whose process id no longer runs is dead at once, so a process restarted
-  after a crash (SIGKILL) recovers its own interrupted turn without waiting for the expiry;
+- a lease of this host (and process-id namespace) whose process id no longer runs is dead at
+  once, so a process restarted after a crash (SIGKILL) recovers its own interrupted turn
+  without waiting for the expiry;
 - an owner without a lease (it stopped cleanly, or never took one) and rows from before leases
   (no owner) are dead.
 
@@ -38,6 +39,18 @@ LEASE_EXPIRY_S: Final = 60.0
 busy process is never taken for dead."""
 OWNER_ID_BYTES: Final = 8
 """Random bytes of an owner id (16 hex characters)."""
+MAX_HOST_CHARS: Final = 200
+"""Characters of a host identity stored with a lease (the column's size)."""
+
+
+def this_host() -> str:
+    """Where process ids mean the same process: the host name, plus the process-id namespace
+    where the system names it (two containers may share a host name, never a namespace)."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        namespace = ""
+    return f"{socket.gethostname()} {namespace}".strip()[:MAX_HOST_CHARS]
 
 
 def pid_running(pid: int) -> bool:
@@ -80,7 +93,7 @@ class LeaseKeeper:
         self._storage = storage
         self._clock = clock
         self.owner = owner or secrets.token_hex(OWNER_ID_BYTES)
-        self.host = host if host is not None else socket.gethostname()
+        self.host = host if host is not None else this_host()
         self.pid = pid if pid is not None else os.getpid()
         self._running = running
         self.heartbeat_s = heartbeat_s

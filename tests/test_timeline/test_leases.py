@@ -4,11 +4,20 @@ process must never fail a live process's turn), on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine.timeline.leases import LEASE_EXPIRY_S, LEASE_HEARTBEAT_S, LeaseKeeper, pid_running
+from engine.timeline.leases import (
+    LEASE_EXPIRY_S,
+    LEASE_HEARTBEAT_S,
+    MAX_HOST_CHARS,
+    LeaseKeeper,
+    pid_running,
+    this_host,
+)
 from engine.timeline.service import INTERRUPTED, TimelineService
 from engine.timeline.values import NewMessage
 from tests.test_storage.support import World
@@ -157,3 +166,11 @@ def test_the_lease_limits_are_named_and_checked() -> None:
     with pytest.raises(ValueError, match="below the expiry"):
         LeaseKeeper(None, clock=Clock(), heartbeat_s=LEASE_EXPIRY_S)  # type: ignore[arg-type]
     assert pid_running(0) is False
+
+
+def test_the_host_names_the_process_id_namespace_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    host = this_host()
+    assert host.startswith(socket.gethostname()) and len(host) <= MAX_HOST_CHARS
+    assert pid_running(os.getpid())
+    monkeypatch.setattr(socket, "gethostname", lambda: "h" * (MAX_HOST_CHARS + 50))
+    assert this_host() == "h" * MAX_HOST_CHARS  # stored in a column of that size
