@@ -90,10 +90,13 @@ async def test_latest_floor_with_its_pending_and_writes_flags(storage: SqlStorag
         found = await uow.floors.latest_for_open(branch)
     assert found.floor is not None and found.floor.id == ctx.floor.id
     assert (found.pending, found.next_floor_writes) == (False, True)
+    # Issue 12: the failed floor keeps its number (and its floor scope); a floor write made
+    # now waits for the next floor, which comes after it.
+    await world.variables.set(branch, "floor", "wind", "cold")
     new = await _open(storage, branch, "next")
-    assert (new.floor.seq, dict(new.floor_scope)) == (2, {"weather": "rain"})
+    assert (new.floor.seq, dict(new.floor_scope)) == (3, {"wind": "cold"})
     async with storage.read() as uow:  # materialised for the new floor
-        assert await uow.variables.values("floor", new.floor.id) == {"weather": "rain"}
+        assert await uow.variables.values("floor", new.floor.id) == {"wind": "cold"}
 
 
 async def test_open_generating_creates_floor_page_and_inputs(storage: SqlStorage) -> None:
