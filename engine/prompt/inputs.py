@@ -70,20 +70,9 @@ class MacroRenderer(Protocol):
 
 
 @runtime_checkable
-class EscapingMacroRenderer(Protocol):
+class EscapingMacroRenderer(MacroRenderer, Protocol):
     """A :class:`MacroRenderer` that can also escape every macro's value (needed for a regex
     script's find pattern with ``substituteRegex`` = 2)."""
-
-    def render(
-        self,
-        text: str,
-        *,
-        source: str,
-        origin: Origin,
-        env: Mapping[str, object] | None = None,
-    ) -> str:
-        """The text with macros expanded."""
-        ...
 
     def render_escaped(
         self, text: str, *, source: str, origin: Origin, escape: Callable[[str], str]
