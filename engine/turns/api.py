@@ -14,9 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from engine.memory.injection import MEMORY_BUDGET_TOKENS
 from engine.prompt.inputs import AuthorNote
+
+if TYPE_CHECKING:
+    from engine.turns.options import OptionSpec
 
 Scope = Literal["page", "floor", "branch", "chat", "global"]
 AssetKind = Literal["card", "preset", "worldbook", "regex", "chat"]
@@ -84,7 +88,8 @@ class BranchInfo:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionInfo:
-    """What ``/session info`` shows."""
+    """What ``/session info`` shows (:func:`engine.turns.options.option_lines` lists its
+    options in the words ``/set`` takes)."""
 
     key: SessionKey
     character: str | None
@@ -95,6 +100,14 @@ class SessionInfo:
     macro_mode: MacroMode = "read_only"
     reply_policy: ReplyPolicy | None = None
     """None: the front end's default (Discord channels wait for a quiet period)."""
+    tools: bool = False
+    """Whether the model is offered the built-in tools (option ``tools``)."""
+    memory: bool = True
+    """Long-term memory: summaries kept, memory jobs run, the block injected (``memory``)."""
+    memory_budget: int = MEMORY_BUDGET_TOKENS
+    """Tokens of long-term memory injected per turn (option ``budget``)."""
+    tools_global_writes: bool = False
+    """Whether the model's tools may write the realm's global variables (``global_writes``)."""
     closed: bool = False
     """``/tavern stop`` closed it: turns are refused until ``open_session`` reopens it."""
     current_branch: str = MAIN_BRANCH
@@ -313,7 +326,13 @@ class RoleplayService(Protocol):
         ...
 
     async def set_session_option(self, key: SessionKey, name: str, value: str) -> SessionInfo:
-        """Set ``reply_policy``, ``macro_mode`` or ``prompt_mode`` (validated)."""
+        """Set one session option by its user-facing name (``mode``, ``tools``, ``memory``,
+        ``budget``, ``macros``, ``policy``, ``global_writes``; the settings' long names too);
+        ConfigurationError, one line naming the option and its values, when either is bad."""
+        ...
+
+    def session_option_specs(self) -> tuple[OptionSpec, ...]:
+        """The options ``set_session_option`` takes, their values and help (autocomplete)."""
         ...
 
     async def author_note(self, key: SessionKey) -> AuthorNote | None:

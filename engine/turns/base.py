@@ -20,6 +20,9 @@ from engine.timeline.service import TimelineService
 from engine.timeline.values import Branch, Session, SessionSettings
 from engine.turns.api import SessionKey
 from engine.turns.locks import BranchLocks
+from engine.turns.options import MAX_MEMORY_BUDGET as MAX_MEMORY_BUDGET
+from engine.turns.options import MEMORY_BUDGET as MEMORY_BUDGET
+from engine.turns.options import SessionDefaults
 from engine.turns.profile_store import snapshot_for
 from engine.turns.profiles import LLMProfile, NoSecretCipher, ProfileSnapshot, SecretCipher
 from engine.turns.workflow import ModelFor
@@ -29,10 +32,6 @@ MAX_INPUT_CHARS: Final = 32_000
 """One user message longer than this is refused."""
 MEMORY_RECENT_LINES: Final = 6
 """Recent chat lines memory retrieval ranks relevance against (with the new message)."""
-MEMORY_BUDGET: Final = "memory_budget"
-"""Session setting: tokens of long-term memory injected per turn (unset: the service default)."""
-MAX_MEMORY_BUDGET: Final = 32_000
-"""The largest memory budget a session may set."""
 
 
 class SystemClock:
@@ -68,8 +67,11 @@ class ServiceBase:
         rng: RandomSource | None = None,
         cipher: SecretCipher | None = None,
         memory: MemoryService | None = None,
+        session_defaults: SessionDefaults | None = None,
     ) -> None:
         self.storage = storage
+        # What every session this service creates starts with; existing sessions keep theirs.
+        self.session_defaults = session_defaults or SessionDefaults()
         self.events: EventSink = events or _Null()
         self.clock: Clock = clock or SystemClock()
         # This process's lease: the floors and pages it opens carry its owner id, so another

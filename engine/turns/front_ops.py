@@ -41,7 +41,8 @@ from engine.turns.api import (
 )
 from engine.turns.base import SessionIds
 from engine.turns.notes import AUTHOR_NOTE, note_to_json, session_note
-from engine.turns.session_ops import SESSION_OPTIONS, SessionOps, locate_floor
+from engine.turns.options import SESSION_OPTION_SPECS, OptionSpec, option_changes
+from engine.turns.session_ops import SessionOps, locate_floor
 from engine.turns.tools import TOOLS_GLOBAL_WRITES
 from engine.variables import store
 
@@ -182,13 +183,19 @@ class FrontEndOps(SessionOps):
 
     # ----------------------------------------------------------------- options
     async def set_session_option(self, key: SessionKey, name: str, value: str) -> SessionInfo:
-        """Set ``reply_policy``, ``macro_mode`` or ``prompt_mode``; ConfigurationError for an
-        unknown option or value."""
-        if name not in SESSION_OPTIONS:
-            raise ConfigurationError(
-                f"unknown session option {name!r}; options: {', '.join(SESSION_OPTIONS)}"
-            )
-        return await self.configure(key, **{name: value})
+        """Set one option of :data:`~engine.turns.options.SESSION_OPTION_SPECS` (``mode``,
+        ``tools``, ``memory``, ``budget``, ``macros``, ``policy``, ``global_writes``, or a
+        setting's long name); ConfigurationError, one line, for an unknown option or value."""
+        ids = await self._session(key)
+        settings = (await self._settings(ids.session_id)).settings
+        changes = option_changes(settings, name, value)
+        info = await self.configure(key, **changes)
+        self._emit("session.option", session=key.key, option=name, value=str(value))
+        return info
+
+    def session_option_specs(self) -> tuple[OptionSpec, ...]:
+        """Every option ``set_session_option`` takes, with its values and help."""
+        return SESSION_OPTION_SPECS
 
     async def author_note(self, key: SessionKey) -> AuthorNote | None:
         """The session's Author's Note, or None when it has none."""

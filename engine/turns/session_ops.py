@@ -23,9 +23,18 @@ from engine.turns.api import (
     SessionKey,
     VariableWrite,
 )
-from engine.turns.base import MAX_MEMORY_BUDGET, MEMORY_BUDGET, ServiceBase, SessionIds
+from engine.turns.base import ServiceBase, SessionIds
 from engine.turns.context import PROFILE_ASSET, PROFILE_ASSET_NAME
 from engine.turns.notes import AUTHOR_NOTE, check_note_setting, session_note
+from engine.turns.options import (
+    MAX_MEMORY_BUDGET,
+    MEMORY_BUDGET,
+    MEMORY_SETTING,
+    memory_budget,
+    memory_enabled,
+    option_spec,
+    tools_enabled,
+)
 from engine.turns.profile_store import with_binding, with_profile
 from engine.turns.profiles import (
     SLOTS,
@@ -45,7 +54,10 @@ class SessionOps(ServiceBase):
 
     async def open_session(self, key: SessionKey, *, character: str | None = None) -> SessionInfo:
         """Get or create the session (and its realm and main branch)."""
-        opened = await self.timeline.open_session(key.platform, key.realm, key.key)
+        # A new session starts from the service's defaults; an existing one keeps its own.
+        opened = await self.timeline.open_session(
+            key.platform, key.realm, key.key, settings=self.session_defaults.settings()
+        )
         self._ids[key] = SessionIds(session_id=opened.session.id, realm_id=opened.realm.id)
         if opened.created:
             self._emit("session.created", session_id=opened.session.id, key=key.key)
@@ -82,6 +94,10 @@ class SessionOps(ServiceBase):
             prompt_mode=s.prompt_mode,
             macro_mode=s.macro_mode if s.macro_mode in ("full", "off") else "read_only",  # type: ignore[arg-type]
             reply_policy=policy,
+            tools=tools_enabled(s),
+            memory=memory_enabled(s),
+            memory_budget=memory_budget(s),
+            tools_global_writes=s.extra.get(TOOLS_GLOBAL_WRITES) is True,
             closed=bool(s.extra.get("closed")),
             current_branch=str(s.extra.get("current_branch") or MAIN_BRANCH),
             author_note=session_note(s),
@@ -89,8 +105,9 @@ class SessionOps(ServiceBase):
 
     async def configure(self, key: SessionKey, **changes: Any) -> SessionInfo:
         """Change session settings: ``prompt_mode``, ``macro_mode``, ``character``, ``preset``,
-        and extra keys such as ``slots`` (enabled instance slots), ``tools`` (policy) and
-        ``author_note`` (stored form of :mod:`engine.turns.notes`; None clears it)."""
+        and extra keys such as ``slots`` (enabled instance slots), ``tools`` (policy),
+        ``memory`` (on/off), ``memory_budget`` and ``author_note`` (stored form of
+        :mod:`engine.turns.notes`; None clears it)."""
         check_settings(changes)
         ids = await self._session(key)
         await self._update(ids.session_id, **changes)
@@ -311,6 +328,12 @@ async def locate_floor(
         if latest is not None and latest.seq == seq:
             floor = latest
     if floor is None:
+        # A failed floor keeps its number and input (issue 12): its messages link to it too,
+        # so a reaction on the input finds the floor to retry (issue 13).
+        newest = await uow.floors.newest(branch.id)
+        if newest is not None and newest.seq == seq:
+            floor = newest
+    if floor is None:
         raise NotFoundError(f"branch {branch.name!r} has no floor {seq}")
     if page is None:
         return floor, None
@@ -323,17 +346,18 @@ async def locate_floor(
 
 
 _POLICIES: Final[dict[str, ReplyPolicy]] = {p: p for p in REPLY_POLICIES}
-SESSION_OPTIONS: Final[Mapping[str, tuple[str, ...]]] = {
-    "reply_policy": REPLY_POLICIES,
-    "macro_mode": ("read_only", "full", "off"),
-    "prompt_mode": ("compat_strict", "compat_plus", "native"),
+_WORDS: Final[Mapping[str, str]] = {
+    "prompt_mode": "mode",
+    "macro_mode": "macros",
+    "reply_policy": "policy",
 }
-"""The options ``set_session_option`` changes, and the values each takes."""
+"""Session settings that hold one word of an option of :data:`SESSION_OPTION_SPECS`."""
 
 
 def check_settings(changes: Mapping[str, Any]) -> None:
     """Refuse session settings the turn workflow cannot work with."""
-    for name, values in SESSION_OPTIONS.items():
+    for name, option in _WORDS.items():
+        values = option_spec(option).values
         if name in changes and changes[name] not in values:
             raise ConfigurationError(
                 f"session setting {name} must be one of {', '.join(values)}, not {changes[name]!r}"
@@ -355,11 +379,12 @@ def check_settings(changes: Mapping[str, Any]) -> None:
         )
     if AUTHOR_NOTE in changes:
         check_note_setting(changes[AUTHOR_NOTE])
-    allowed = changes.get(TOOLS_GLOBAL_WRITES)
-    if allowed is not None and not isinstance(allowed, bool):
-        raise ConfigurationError(
-            f"session setting {TOOLS_GLOBAL_WRITES} must be true or false, not {allowed!r}"
-        )
+    for switch in (TOOLS_GLOBAL_WRITES, MEMORY_SETTING):
+        allowed = changes.get(switch)
+        if allowed is not None and not isinstance(allowed, bool):
+            raise ConfigurationError(
+                f"session setting {switch} must be true or false, not {allowed!r}"
+            )
     if "tools" in changes:
         try:
             ToolPolicy.from_json(changes["tools"], default_enabled=False)

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from engine.errors import EngineError, InternalError, LimitExceededError, NotFoundError
 from engine.incidents import TURN_FAILED, internal_error
@@ -44,11 +44,12 @@ from engine.turns.context import (
     stored_inputs,
 )
 from engine.turns.errors import NothingToDoError, TurnFailedError
+from engine.turns.options import TOOLS_SETTING, memory_enabled
 from engine.turns.profiles import (
-    COMPAT_STRICT,
     DEFAULT_ENABLED_SLOTS,
     SLOTS,
     ProfileSnapshot,
+    Stage,
     stages_for_turn,
 )
 from engine.turns.tools import TOOLS_GLOBAL_WRITES, ToolBox, ToolEnv, ToolPolicy
@@ -56,6 +57,9 @@ from engine.turns.views import committed_numbers, reply_view
 from engine.turns.workflow import Generation, TurnOptions, generation_error
 
 log = logging.getLogger(__name__)
+
+MEMORY_STAGES: Final[frozenset[Stage]] = frozenset({"memory_retrieval", "memory_agent"})
+"""The stages a session with memory off leaves out."""
 
 _Opened = tuple[Branch, OpenedFloor, TurnRead]
 """A respond's branch, its new generating floor and page, and what the turn read."""
@@ -254,6 +258,9 @@ class TurnOps(ServiceBase):
         settings = session.settings
         snapshot = self._snapshot(session, read.assets.profiles)
         stages = stages_for_turn(settings.prompt_mode, _enabled_slots(settings))
+        remember = memory_enabled(settings)
+        if not remember:  # memory off: no retrieval, no memory agent, no jobs
+            stages = tuple(s for s in stages if s not in MEMORY_STAGES)
         view = viewpoint_for(session, branch, read.branches, floor.seq) if self.memory else None
         memory_items: tuple[MemoryItem, ...] = ()
         if self.memory is not None and view is not None and "memory_retrieval" in stages:
@@ -268,12 +275,15 @@ class TurnOps(ServiceBase):
             seed=f"{session.id}:{branch.id}:{floor.seq}:{page.number}",
             memory=memory_items,
             memory_after_commit=self.memory is not None,
+            keep_summaries=remember,
             persona=await self._persona_description(ids.realm_id, read.user_id),
         )
         tools = ToolBox(
+            # Tools are offered only when the session's tools option is on (off by default:
+            # many OpenAI-compatible servers refuse tool definitions).
             ToolPolicy.from_json(
-                settings.extra.get("tools"),
-                default_enabled=settings.prompt_mode != COMPAT_STRICT,
+                settings.extra.get(TOOLS_SETTING),
+                default_enabled=False,
                 allow_global=settings.extra.get(TOOLS_GLOBAL_WRITES) is True,
             ),
             ToolEnv(

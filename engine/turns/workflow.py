@@ -91,6 +91,9 @@ class TurnOptions:
     phase: Phase = "assemble"
     memory: tuple[MemoryItem, ...] = ()
     memory_after_commit: bool = False
+    keep_summaries: bool = True
+    """Whether summary tags are recorded for memory (the session's memory option); they are
+    stripped from the reply either way."""
     persona: str = ""
     """The speaking player's persona description (``{{persona}}`` and the persona prompt)."""
 
@@ -172,7 +175,7 @@ class Generation:
         reply = await self._narrate(assembled)
         raw_full = self.options.previous_text + reply
         extracted = extract_memory_tags(raw_full, role="assistant")
-        if extracted.items:
+        if extracted.items and self.options.keep_summaries:
             summaries = [{"tag": i.tag, "text": i.text} for i in extracted.items]
             self.meta["summaries"] = summaries
             self.emit("memory.extracted", items=summaries, source="summary_tags")

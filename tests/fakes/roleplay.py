@@ -27,10 +27,10 @@ from engine.errors import (
 )
 from engine.prompt.inputs import AuthorNote
 from engine.timeline.history import MAX_HISTORY
+from engine.timeline.values import SessionSettings
 from engine.turns.api import (
     MAIN_BRANCH,
     MEMORY_LIST_LIMIT,
-    REPLY_POLICIES,
     AssetKind,
     BranchInfo,
     ImportSummary,
@@ -46,6 +46,15 @@ from engine.turns.api import (
     VariableWrite,
 )
 from engine.turns.notes import check_note
+from engine.turns.options import (
+    SESSION_OPTION_SPECS,
+    OptionSpec,
+    SessionDefaults,
+    memory_budget,
+    memory_enabled,
+    option_changes,
+    tools_enabled,
+)
 
 CHUNKS = 3
 
@@ -80,18 +89,30 @@ class _Session:
     preset: str | None = None
     worldbooks: list[str] = field(default_factory=list)
     regex_sets: list[str] = field(default_factory=list)
-    options: dict[str, str] = field(default_factory=dict)
+    settings: SessionSettings = field(default_factory=SessionSettings)
+    """The session's options, kept as the engine keeps them (see :mod:`engine.turns.options`)."""
     current_branch: str = MAIN_BRANCH
     closed: bool = False
     note: AuthorNote | None = None
-    tools_global_writes: bool = False
+
+    @property
+    def tools_global_writes(self) -> bool:
+        """Whether the model's tools may write global variables in this session."""
+        return self.settings.extra.get("tools_global_writes") is True
 
 
 class FakeRoleplayService:
     """Dictionary-backed stand-in for the engine service (see the module docstring)."""
 
-    def __init__(self, *, default_character: str = "Seraphina") -> None:
+    def __init__(
+        self,
+        *,
+        default_character: str = "Seraphina",
+        session_defaults: SessionDefaults | None = None,
+    ) -> None:
         self.default_character = default_character
+        self.session_defaults = session_defaults or SessionDefaults()
+        """What every new session starts with, as the engine's ``session_defaults``."""
         self.sessions: dict[SessionKey, _Session] = {}
         self.realm_globals: dict[str, dict[str, Any]] = {}
         self.assets: dict[tuple[str, str, str], bytes] = {}
@@ -170,7 +191,9 @@ class FakeRoleplayService:
         self.calls.append(("open_session", key))
         session = self.sessions.get(key)
         if session is None:
-            session = _Session(key=key, character=character)
+            session = _Session(
+                key=key, character=character, settings=self.session_defaults.settings()
+            )
             session.branches[MAIN_BRANCH] = _Branch(MAIN_BRANCH, None, None)
             self.sessions[key] = session
         elif character is not None:
@@ -180,15 +203,19 @@ class FakeRoleplayService:
 
     async def session_info(self, key: SessionKey) -> SessionInfo:
         session = self._session(key)
-        policy = session.options.get("reply_policy")
+        s = session.settings
         return SessionInfo(
             key=key,
             character=session.character,
             preset=session.preset,
             worldbooks=tuple(session.worldbooks),
-            prompt_mode=session.options.get("prompt_mode", "compat_strict"),
-            macro_mode=session.options.get("macro_mode", "read_only"),  # type: ignore[arg-type]
-            reply_policy=policy,  # type: ignore[arg-type]
+            prompt_mode=s.prompt_mode,
+            macro_mode=s.macro_mode,  # type: ignore[arg-type]
+            reply_policy=s.reply_policy,  # type: ignore[arg-type]
+            tools=tools_enabled(s),
+            memory=memory_enabled(s),
+            memory_budget=memory_budget(s),
+            tools_global_writes=s.extra.get("tools_global_writes") is True,
             closed=session.closed,
             current_branch=session.current_branch,
             author_note=session.note,
@@ -550,18 +577,21 @@ class FakeRoleplayService:
         self._session(key).current_branch = branch
 
     async def set_session_option(self, key: SessionKey, name: str, value: str) -> SessionInfo:
+        """Parsed and stored by the engine's own rules, so answers and refusals read as the
+        real service's do."""
         self.calls.append(("set_session_option", (key, name, value)))
-        allowed = {
-            "reply_policy": REPLY_POLICIES,
-            "macro_mode": ("read_only", "full", "off"),
-            "prompt_mode": ("compat_strict", "compat_plus", "native"),
-        }
-        if name not in allowed:
-            raise ConfigurationError(f"unknown session option {name!r}")
-        if value not in allowed[name]:
-            raise ConfigurationError(f"session setting {name} must be one of {allowed[name]}")
-        self._session(key).options[name] = value
+        session = self._session(key)
+        self._change(session, option_changes(session.settings, name, value))
         return await self.session_info(key)
+
+    def session_option_specs(self) -> tuple[OptionSpec, ...]:
+        return SESSION_OPTION_SPECS
+
+    @staticmethod
+    def _change(session: _Session, changes: Mapping[str, Any]) -> None:
+        data = session.settings.to_json()
+        data.update(changes)
+        session.settings = SessionSettings.from_json(data)
 
     async def author_note(self, key: SessionKey) -> AuthorNote | None:
         return self._session(key).note
@@ -574,11 +604,11 @@ class FakeRoleplayService:
         return await self.session_info(key)
 
     async def tools_global_writes(self, key: SessionKey) -> bool:
-        return self._session(key).tools_global_writes
+        return self._session(key).settings.extra.get("tools_global_writes") is True
 
     async def set_tools_global_writes(self, key: SessionKey, allowed: bool) -> SessionInfo:
         self.calls.append(("set_tools_global_writes", (key, allowed)))
-        self._session(key).tools_global_writes = allowed
+        self._change(self._session(key), {"tools_global_writes": bool(allowed)})
         return await self.session_info(key)
 
     async def close_session(self, key: SessionKey) -> None:

@@ -34,6 +34,7 @@ from engine.turns.front_ops import (
     MAX_PERSONA_NAME,
     SessionClosedError,
 )
+from engine.turns.options import SessionDefaults
 from engine.turns.profiles import LLMProfile
 from engine.turns.service import TavernService
 from tests.test_turns.conftest import ANN, KEY, Recorder, line, offline_service
@@ -54,7 +55,9 @@ CARD = {
 @pytest.fixture
 async def svc(storage: SqlStorage, events: Recorder) -> AsyncIterator[TavernService]:
     memory = build_memory_service(storage, model=None, model_name="offline", events=events)
-    service = offline_service(storage, events, memory=memory)
+    # These sessions play SillyTavern's prompt alone: the tests put memories in by hand.
+    strict = SessionDefaults(prompt_mode="compat_strict")
+    service = offline_service(storage, events, memory=memory, session_defaults=strict)
     await service.start()
     for key in (GUILD_A, GUILD_A2, GUILD_B):
         await service.open_session(key)
@@ -324,7 +327,7 @@ async def test_session_options_are_validated_and_shown(svc: TavernService) -> No
     assert (await svc.set_session_option(GUILD_A, "macro_mode", "full")).macro_mode == "full"
     info = await svc.set_session_option(GUILD_A, "prompt_mode", "compat_plus")
     assert info.prompt_mode == "compat_plus"
-    with pytest.raises(ConfigurationError, match="reply_policy must be one of"):
+    with pytest.raises(ConfigurationError, match="policy must be one of"):
         await svc.set_session_option(GUILD_A, "reply_policy", "sometimes")
     with pytest.raises(ConfigurationError, match="unknown session option 'character'"):
         await svc.set_session_option(GUILD_A, "character", "Mira")

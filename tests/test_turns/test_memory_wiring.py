@@ -47,7 +47,9 @@ async def remembering(
 async def test_summary_tags_come_back_as_memory(
     remembering: TavernService, fake: FakeOpenAIServer
 ) -> None:
-    await remembering.configure(KEY, prompt_mode="compat_plus", slots=["narrator", "memory"])
+    await remembering.configure(
+        KEY, prompt_mode="compat_plus", slots=["narrator", "memory"], tools={"enabled": True}
+    )
     fake.script(
         FakeReply(text="Mira nods.<summary>Ann found a silver key in the well</summary>"),
         FakeReply(text="not json"),  # the memory agent's answer: invalid, tags are kept
@@ -75,6 +77,7 @@ async def test_summary_tags_come_back_as_memory(
 async def test_compat_strict_does_not_touch_memory(
     remembering: TavernService, fake: FakeOpenAIServer, events: Recorder
 ) -> None:
+    await remembering.set_session_option(KEY, "mode", "compat_strict")
     fake.script(FakeReply(text="Hi.<summary>a fact</summary>"), FakeReply(text="Again."))
     await remembering.respond(KEY, MAIN_BRANCH, [line("one")])
     await remembering.respond(KEY, MAIN_BRANCH, [line("two")])
