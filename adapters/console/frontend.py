@@ -15,8 +15,9 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO, get_args
+from typing import Any, Final, TextIO, get_args
 
+from engine.errors import ConfigurationError, GenerationError
 from engine.incidents import shown_error
 from engine.turns.api import (
     MAIN_BRANCH,
@@ -24,21 +25,29 @@ from engine.turns.api import (
     ReplyView,
     RoleplayService,
     Scope,
+    SessionInfo,
     SessionKey,
     Speaker,
     UserLine,
 )
 from engine.turns.notes import describe_note, note_to_json, parse_note_command, summarize_note
+from engine.turns.options import MAX_MEMORY_BUDGET, OptionSpec, option_lines, option_spec
 
 _log = logging.getLogger(__name__)
 SCOPES: tuple[str, ...] = get_args(Scope)
 HELP = (
-    "commands: /info, /regen, /swipe < | >, /fork N, /branches, /switch NAME, /vars [SCOPE], "
-    "/setvar NAME VALUE [SCOPE], /history, /dryrun [TEXT], /import FILE, /memory [QUERY], "
-    "/forget ID, /note [off | [depth=N] [interval=N] [position=NAME] [role=NAME] TEXT], "
-    "/help, /quit"
+    "commands: /info, /set [OPTION VALUE] (mode, tools, memory, budget, macros, global_writes; "
+    "/set alone lists them), /regen, /swipe < | >, /fork N, /branches, /switch NAME, "
+    "/vars [SCOPE], /setvar NAME VALUE [SCOPE], /history, /dryrun [TEXT], /import FILE, "
+    "/memory [QUERY], /forget ID, "
+    "/note [off | [depth=N] [interval=N] [position=NAME] [role=NAME] TEXT], /help, /quit"
 )
 IMPORT_KINDS: dict[str, AssetKind] = {".png": "card", ".jsonl": "chat"}
+NOT_CONSOLE_OPTIONS: Final = frozenset({"policy"})
+"""Session options the console neither shows nor sets: it answers every line it reads, so a
+reply policy (when a platform replies in a group) means nothing here."""
+RETRY_HINT: Final = "/regen retries it"
+"""Added to a failed turn's error line in the terminal: the input is kept, nothing is lost."""
 NOT_UTF8 = "that line was not valid UTF-8 (byte {byte}); nothing was sent"
 """Said for an input line whose bytes are not UTF-8; the console then reads the next line."""
 
@@ -98,8 +107,21 @@ class ConsoleFrontend:
         )
 
     async def _generate(self, call: Callable[[], Awaitable[ReplyView]]) -> None:
+        """Play one turn. When the model fails (no text, a server error) the error goes where
+        the reply would have been: the input stays on its floor (``/history`` shows it as
+        failed) and ``/regen`` retries it."""
         self._streamed = 0
-        view = await call()
+        try:
+            view = await call()
+        except GenerationError as exc:
+            if self._streamed and not self.jsonl:
+                self.out.write("\n")  # the error starts its own line after a partial reply
+            message = shown_error(exc, "the turn failed", logger=_log)
+            if self.jsonl:
+                self._emit("error", message=message, retry="/regen")
+            else:
+                self._emit("error", message=f"{message} ({RETRY_HINT})")
+            return
         self._show_reply(view, streamed=self._streamed > 0)
 
     # ------------------------------------------------------------------ input
@@ -163,6 +185,8 @@ class ConsoleFrontend:
                 await self._fork(args)
             case "/info":
                 await self._info()
+            case "/set":
+                await self._set(args)
             case "/branches":
                 info = await self.service.session_info(self.key)
                 names = ", ".join(
@@ -218,9 +242,87 @@ class ConsoleFrontend:
             f"branch {self.branch}; branches: {branches}",
             summarize_note(info.author_note),
         ]
+        options = self._option_values(info)
+        lines.append("options: " + ", ".join(f"{name} {value}" for name, value in options.items()))
         note = info.author_note
-        # The note rides along as a field, in the form ``/note`` gives it.
-        self._emit("info", message="\n  ".join(lines), note=note_to_json(note) if note else None)
+        # The note and the options ride along as fields, in the forms ``/note`` and ``/set``
+        # take them.
+        self._emit(
+            "info",
+            message="\n  ".join(lines),
+            note=note_to_json(note) if note else None,
+            options=options,
+        )
+
+    # ------------------------------------------------------------------ session options
+    def _option_specs(self) -> dict[str, OptionSpec]:
+        return {
+            spec.name: spec
+            for spec in self.service.session_option_specs()
+            if spec.name not in NOT_CONSOLE_OPTIONS
+        }
+
+    def _option_values(self, info: SessionInfo) -> dict[str, str]:
+        """The session's options as ``/set`` names and words them (console ones only)."""
+        return {
+            name: value for name, value in option_lines(info) if name not in NOT_CONSOLE_OPTIONS
+        }
+
+    def _resolve(self, word: str, specs: dict[str, OptionSpec]) -> OptionSpec:
+        """The console option ``word`` names (any case, or its setting's long name)."""
+        try:
+            name: str | None = option_spec(word).name
+        except ConfigurationError:
+            name = None
+        if name in NOT_CONSOLE_OPTIONS:
+            raise ConfigurationError(
+                f"session option {name} has no meaning on the console, which answers every "
+                f"line; options: {', '.join(specs)}"
+            )
+        if name is None or name not in specs:
+            raise ConfigurationError(
+                f"unknown session option {word!r}; options: {', '.join(specs)}"
+            )
+        return specs[name]
+
+    async def _set(self, args: list[str]) -> None:
+        """``/set`` lists the options; ``/set OPTION`` shows one; ``/set OPTION VALUE`` changes
+        it for this session only (the engine checks the value: a bad one is one error line)."""
+        specs = self._option_specs()
+        if len(args) > 2:
+            self._emit("error", message="usage: /set OPTION VALUE (/set alone lists the options)")
+            return
+        chosen = [self._resolve(args[0], specs)] if args else list(specs.values())
+        if len(args) == 2:
+            name = chosen[0].name
+            info = await self.service.set_session_option(self.key, name, args[1])
+            values = self._option_values(info)
+            self._emit(
+                "info",
+                message=f"{name} = {values[name]} (this session only)",
+                option=name,
+                value=values[name],
+                options=values,
+            )
+            return
+        values = self._option_values(await self.service.session_info(self.key))
+        rows = [
+            {
+                "name": spec.name,
+                "value": values.get(spec.name, ""),
+                "values": list(spec.values),
+                "help": spec.help,
+            }
+            for spec in chosen
+        ]
+        width = max(len(spec.name) for spec in specs.values())
+        text = "".join(
+            f"\n  {row['name']:<{width}}  {row['value']:<13} "
+            + (" | ".join(row["values"]) or f"0 to {MAX_MEMORY_BUDGET} tokens")
+            + (f"\n  {'':<{width}}  {row['help']}" if args else "")
+            for row in rows
+        )
+        self._emit("info", message=f"session options (/set OPTION VALUE):{text}", items=rows)
 
     async def _note(self, args: str) -> None:
         current = await self.service.author_note(self.key)
