@@ -234,16 +234,16 @@ class ConsoleFrontend:
 
     async def _info(self) -> None:
         info = await self.service.session_info(self.key)
+        options = self._option_values(info)
         branches = ", ".join(f"{b.name} ({b.floors} floors)" for b in info.branches)
         books = ", ".join(info.worldbooks) or "(none)"
         lines = [
             f"session {info.key.key}: character {info.character or '(default)'}, "
             f"preset {info.preset or '(none)'}, world books {books}",
             f"branch {self.branch}; branches: {branches}",
+            "options: " + ", ".join(f"{name} {value}" for name, value in options.items()),
             summarize_note(info.author_note),
         ]
-        options = self._option_values(info)
-        lines.append("options: " + ", ".join(f"{name} {value}" for name, value in options.items()))
         note = info.author_note
         # The note and the options ride along as fields, in the forms ``/note`` and ``/set``
         # take them.
