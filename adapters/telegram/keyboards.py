@@ -1,4 +1,5 @@
-"""Inline keyboards: the swipe row under the latest reply and the branch list.
+"""Inline keyboards: the swipe row under the latest reply (🔄 alone under a failed one) and
+the branch list.
 
 Callback data carries the action and the branch (at most 64 bytes, Telegram's limit), so a press
 works even after a restart, when the adapter no longer remembers which message shows what.
@@ -65,6 +66,16 @@ def swipe_keyboard(branch: str, page: int, pages: int) -> InlineKeyboardMarkup:
         ),
     ]
     return InlineKeyboardMarkup(inline_keyboard=[row])
+
+
+def retry_keyboard(branch: str) -> InlineKeyboardMarkup:
+    """🔄 alone, under the error that took a failed floor's reply: it retries the floor (a
+    failed floor has no page to swipe to yet)."""
+    branch = branch if _fits(branch) else CURRENT
+    button = InlineKeyboardButton(
+        text="🔄", callback_data=_packed(SwipeData(action=REGEN, branch=branch))
+    )
+    return InlineKeyboardMarkup(inline_keyboard=[[button]])
 
 
 def branches_keyboard(branches: Sequence[BranchInfo], current: str) -> InlineKeyboardMarkup:

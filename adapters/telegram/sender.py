@@ -254,16 +254,14 @@ class ReplyWriter:
         del self._shown[len(parts) :]
         return list(self.ids)
 
-    async def fail(self, message: str) -> None:
-        """The turn failed: say so where the reply would have been."""
+    async def fail(self, message: str, markup: InlineKeyboardMarkup | None = None) -> list[int]:
+        """The turn failed: say so where the reply would have been (in its first message, the
+        parts after it deleted), with ``markup`` (the retry button) under it; return its id."""
         await self._stop()
-        html = f"⚠️ {escape(message)}"
-        if self.ids:
-            await self._put(0, html, None)
-            for surplus in self.ids[1:]:
-                with contextlib.suppress(TelegramAPIError):
-                    await self.bot.delete_message(self.place.chat_id, surplus)
-            del self.ids[1:]
-            del self._shown[1:]
-        else:
-            await self._put(0, html, None)
+        await self._put(0, f"⚠️ {escape(message)}", markup)
+        for surplus in self.ids[1:]:
+            with contextlib.suppress(TelegramAPIError):
+                await self.bot.delete_message(self.place.chat_id, surplus)
+        del self.ids[1:]
+        del self._shown[1:]
+        return list(self.ids)

@@ -3,6 +3,10 @@
 Every reply ends with the swipe keyboard under its last message; the reply it replaces loses
 its keyboard. Each message of a reply (and the user's message) is linked to its floor and page
 through the service, so a later ``/branch`` reply or reaction finds the floor it points at.
+
+A failed turn is never a dead end: its error takes the place of the reply, and when the floor
+was kept (failed, with the user's input) the error carries 🔄 and is linked to that floor, so
+the button, a 🔄 reaction or ``/regen`` retries it as a new page of the same floor.
 """
 
 from __future__ import annotations
@@ -14,12 +18,12 @@ from aiogram import Bot
 
 from adapters.telegram.config import TelegramConfig
 from adapters.telegram.context import Where
-from adapters.telegram.keyboards import swipe_keyboard
+from adapters.telegram.keyboards import retry_keyboard, swipe_keyboard
 from adapters.telegram.sender import Place, ReplyWriter, drop_keyboard
 from adapters.telegram.state import ChatState, Shown
 from engine.errors import EngineError
 from engine.incidents import TURN_FAILED, failure_line
-from engine.turns.api import PlatformRef, ReplyView, RoleplayService, UserLine
+from engine.turns.api import PlatformRef, ReplyView, RoleplayService, SessionKey, UserLine
 
 log = logging.getLogger("tavernbot.telegram.turns")
 
@@ -48,11 +52,50 @@ class Turns:
                     where.key, where.branch, lines, on_text=writer.on_text
                 )
             except EngineError as exc:
-                await writer.fail(failure_line(exc, TURN_FAILED, logger=log))
+                line = failure_line(exc, TURN_FAILED, logger=log)
+                kept = await self._kept_failed_floor(where, lines)
+                await self._fail(bot, where, writer, line, kept)
+                if kept is not None:
+                    await self._link_inputs(where, lines, kept.floor)
                 return None
             await self._finish(bot, where, writer, view)
         await self._link_inputs(where, lines, view.floor)
         return view
+
+    async def latest(self, key: SessionKey, branch: str) -> ReplyView | None:
+        """The branch's latest floor as history shows it, failed or not (None: no floor, or
+        unreadable)."""
+        try:
+            history = await self.service.history(key, branch, limit=1)
+        except EngineError as exc:
+            log.warning("could not read the latest floor of %s: %s", key, exc)
+            return None
+        return history[-1] if history else None
+
+    async def shows_latest(self, key: SessionKey, ref: PlatformRef, head: int | None) -> bool:
+        """Whether a reply message linked as ``ref`` shows its branch's latest floor, whose
+        newest committed floor is ``head``: a reply at or after it, or the error of a failed
+        floor (which is after every committed one) that is still the branch's latest."""
+        if ref.page is not None or head is None or ref.floor < head:
+            return head is None or ref.floor >= head
+        latest = await self.latest(key, ref.branch)
+        return latest is not None and latest.failed and latest.floor == ref.floor
+
+    async def _kept_failed_floor(
+        self, where: Where, lines: Sequence[UserLine]
+    ) -> ReplyView | None:
+        """The failed floor a failed turn left with ``lines`` (None when it left none, e.g. an
+        input refused before any floor was opened): the branch's latest floor if it failed
+        and, when the service linked the input, is the floor the input is on."""
+        latest = await self.latest(where.key, where.branch)
+        if latest is None or not latest.failed:
+            return None
+        refs = [line.ref for line in lines if line.ref is not None]
+        if refs:
+            found = await self.service.resolve_message(where.key, refs[-1])
+            if found is not None and found.floor != latest.floor:
+                return None  # an older failed floor; this input was refused before it stored
+        return latest
 
     async def _link_inputs(self, where: Where, lines: Sequence[UserLine], floor: int) -> None:
         """Map the user's messages to their floor, unless the service already did (it keeps
@@ -86,7 +129,9 @@ class Turns:
                     where.key, where.branch, on_text=writer.on_text
                 )
             except EngineError as exc:
-                await writer.fail(failure_line(exc, "regenerating failed", logger=log))
+                line = failure_line(exc, "regenerating failed", logger=log)
+                latest = await self.latest(where.key, where.branch)
+                await self._fail(bot, where, writer, line, latest)
                 return None
             await self._finish(bot, where, writer, view)
         return view
@@ -139,10 +184,39 @@ class Turns:
             writer.speaker = view.character
         markup = swipe_keyboard(where.branch, view.page, view.pages)
         ids = await writer.finish(view.text, markup)
-        ref = PlatformRef(branch=where.branch, floor=view.floor, page=view.page, role="assistant")
+        await self._shows(bot, where, ids, view, page=view.page)
+
+    async def _fail(
+        self,
+        bot: Bot,
+        where: Where,
+        writer: ReplyWriter,
+        line: str,
+        latest: ReplyView | None,
+    ) -> None:
+        """Show the error ``line`` where the reply would have been. With the branch's
+        ``latest`` floor it gets that floor's keyboard (🔄 alone when the floor failed, the
+        swipe row when a retry of a committed floor failed) and stands for the floor."""
+        if latest is None:
+            await writer.fail(line)
+            return
+        if latest.failed:
+            ids = await writer.fail(line, retry_keyboard(where.branch))
+            await self._shows(bot, where, ids, latest, page=None)
+        else:
+            markup = swipe_keyboard(where.branch, latest.page, latest.pages)
+            ids = await writer.fail(line, markup)
+            await self._shows(bot, where, ids, latest, page=latest.page)
+
+    async def _shows(
+        self, bot: Bot, where: Where, ids: Sequence[int], view: ReplyView, *, page: int | None
+    ) -> None:
+        """Record that messages ``ids`` (the last with the keyboard) show ``view``'s floor,
+        at ``page`` (None: the floor failed and has no page), and move the keyboard there."""
+        ref = PlatformRef(branch=where.branch, floor=view.floor, page=page, role="assistant")
         for message_id in ids:
             await self.service.link_message(where.key, str(message_id), ref)
-        shown = Shown(message_ids=tuple(ids), floor=view.floor, page=view.page, pages=view.pages)
+        shown = Shown(message_ids=tuple(ids), floor=view.floor, page=page or 0, pages=view.pages)
         previous = self.state.show(where.key, where.branch, shown)
         # The keyboard lives only under the newest reply of the chat's current view.
         if previous is not None and previous.message_ids and previous.message_ids[-1] not in ids:

@@ -12,14 +12,17 @@ from adapters.telegram.routers import (
     documents,
     messages,
     reactions,
+    session_commands,
 )
 
 
 def build_routers(frontend: Frontend) -> list[Router]:
-    """Commands first, then buttons, reactions, documents and plain messages."""
+    """Commands first (``/set`` among them), then buttons, reactions, documents and plain
+    messages."""
     return [
         commands.build(frontend),
         asset_commands.build(frontend),
+        session_commands.build(frontend),
         callbacks.build(frontend),
         reactions.build(frontend),
         documents.build(frontend),

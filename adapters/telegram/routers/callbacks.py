@@ -64,8 +64,9 @@ def build(frontend: Frontend) -> Router:
         """Whether the message shows the branch's latest floor (unknown messages pass)."""
         ref = await frontend.service.resolve_message(where.key, str(message_id))
         heads = {b.name: b.floors for b in where.info.branches} if where.info else {}
-        head = heads.get(where.branch)
-        return ref is None or head is None or ref.floor >= head
+        return ref is None or await frontend.turns.shows_latest(
+            where.key, ref, heads.get(where.branch)
+        )
 
     @router.callback_query(SwipeData.filter())
     async def on_swipe(query: CallbackQuery, callback_data: SwipeData, bot: Bot) -> None:

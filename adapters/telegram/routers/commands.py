@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, cast, get_args
+from typing import Any, Final, cast, get_args
 
 from aiogram import Bot, Router
 from aiogram.filters import Command, CommandObject, CommandStart
@@ -34,8 +34,9 @@ from adapters.telegram.convert import session_key
 from adapters.telegram.keyboards import branches_keyboard
 from adapters.telegram.sender import Place, send_plain
 from engine.errors import EngineError
-from engine.turns.api import MAIN_BRANCH, Scope
+from engine.turns.api import MAIN_BRANCH, Scope, SessionInfo
 from engine.turns.notes import summarize_note
+from engine.turns.options import option_lines
 
 SCOPES: tuple[str, ...] = get_args(Scope)
 DRYRUN_PREVIEW_CHARS = 200
@@ -57,6 +58,7 @@ COMMANDS: dict[str, str] = {
     "memory": "What the story remembers: /memory [search words]",
     "note": "Author's Note: /note, /note off, /note [depth=N] [role=NAME] text",
     "tools": "What the model's tools may write: /tools, /tools global on|off",
+    "set": "Session settings: /set, /set OPTION VALUE (mode, tools, memory, budget, …)",
     "regen": "Regenerate the latest reply",
     "branch": "Reply to a message with /branch to fork the story there",
     "branches": "List branches and switch between them",
@@ -108,6 +110,17 @@ def shown(value: Any) -> str:
     """A value as a command shows it, cut at VALUE_SHOWN_CHARS."""
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
     return text if len(text) <= VALUE_SHOWN_CHARS else text[:VALUE_SHOWN_CHARS] + "…"
+
+
+UNUSED_OPTIONS: Final = frozenset({"policy"})
+"""Session options Telegram has no use for (it answers every message of a bound chat), so
+``/info`` and ``/set`` leave them out."""
+
+
+def settings_lines(info: SessionInfo) -> list[str]:
+    """``name = value`` for every session option Telegram uses, in ``/set``'s words."""
+    lines = option_lines(info)
+    return [f"{name} = {value}" for name, value in lines if name not in UNUSED_OPTIONS]
 
 
 Handler = Callable[[Message, Bot, Where, CommandObject], Awaitable[None]]
@@ -204,11 +217,12 @@ def build(frontend: Frontend) -> Router:
             message,
             bot,
             f"Character: {found.character or 'the default character'}\n"
-            f"Preset: {found.preset or 'none (built-in prompt)'}; prompt mode "
-            f"{found.prompt_mode}\n"
+            f"Preset: {found.preset or 'none (built-in prompt)'}\n"
             f"World books: {', '.join(found.worldbooks) or 'none'}\n"
             f"Branch: {where.branch}; branches: {branches}\n"
-            f"{summarize_note(found.author_note)}",
+            "Settings (/set changes them):\n"
+            + "\n".join(settings_lines(found))
+            + f"\n{summarize_note(found.author_note)}",
         )
 
     @command("vars")

@@ -1,4 +1,5 @@
-"""Reactions: 🔄 or 👎 on the latest reply of a branch regenerates it.
+"""Reactions: 🔄 or 👎 on the latest reply of a branch regenerates it (on the error of a failed
+latest floor, retries it).
 
 Telegram delivers ``message_reaction`` updates only to bots that ask for them (aiogram asks
 because this router handles them) and, in groups, only to admin bots.
@@ -38,8 +39,9 @@ def build(frontend: Frontend) -> Router:
         if ref is None or ref.role != "assistant":
             return
         floors = {b.name: b.floors for b in info.branches}
-        if floors.get(ref.branch) != ref.floor:
-            return  # only the latest reply of a branch can be regenerated
+        head = floors.get(ref.branch)
+        if head is None or not await frontend.turns.shows_latest(key, ref, head):
+            return  # only the latest reply of a branch (or its failed floor) is regenerated
         private = event.chat.type == "private"
         place = Place(
             chat_id=event.chat.id, thread_id=thread_of_branch(ref.branch), private=private
