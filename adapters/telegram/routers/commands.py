@@ -367,7 +367,11 @@ def build(frontend: Frontend) -> Router:
             content = str(item.get("content", ""))
             if len(content) > DRYRUN_PREVIEW_CHARS:
                 content = content[:DRYRUN_PREVIEW_CHARS] + "…"
-            lines.append(f"[{item.get('role', '?')}] {content}")
+            # The long-term memory block is its own system message: say which one it is.
+            label = ", memory" if item.get("identifier") == "memory" else ""
+            lines.append(f"[{item.get('role', '?')}{label}] {content}")
+        if "tools" in result:
+            lines.append(f"tools offered: {', '.join(map(str, result['tools'])) or 'none'}")
         for key in ("budget", "tokens", "warnings"):
             if key in result:
                 lines.append(f"{key}: {shown(result[key])}")
