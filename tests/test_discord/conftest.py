@@ -15,6 +15,7 @@ import pytest
 from adapters.discord.options import DiscordOptions
 from adapters.discord.runner import DiscordRunner
 from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
+from engine.turns.options import SessionDefaults
 from tests.fakes.discord import Channel, FakeDiscord, Guild, Limits, Role, User
 from tests.fakes.discord.world import (
     MANAGE_GUILD,
@@ -27,6 +28,7 @@ from tests.fakes.roleplay import FakeRoleplayService
 from tests.test_discord.real_engine import (
     MODEL_LIFETIME_S,
     MODEL_REQUESTS,
+    QUIET_DEFAULTS,
     Engine,
     RealStarter,
 )
@@ -219,9 +221,17 @@ async def model() -> AsyncIterator[FakeOpenAIServer]:
 
 
 @pytest.fixture
-async def engine(tmp_path: Path, model: FakeOpenAIServer) -> AsyncIterator[Engine]:
+def session_defaults() -> SessionDefaults:
+    """What new sessions start with (a test module overrides this fixture to change it)."""
+    return QUIET_DEFAULTS
+
+
+@pytest.fixture
+async def engine(
+    tmp_path: Path, model: FakeOpenAIServer, session_defaults: SessionDefaults
+) -> AsyncIterator[Engine]:
     """The real engine, open; closed after the test (after the bots, which close first)."""
-    found = Engine(tmp_path / "discord.db", model)
+    found = Engine(tmp_path / "discord.db", model, session_defaults)
     await found.open()
     yield found
     await found.close()

@@ -19,6 +19,7 @@ from adapters.llm import ChatModelPool
 from adapters.storage import SqlStorage, open_storage
 from bot.scheduler import build_memory_service
 from engine.turns.api import SessionKey
+from engine.turns.options import SessionDefaults
 from engine.turns.profiles import LLMProfile, NoSecretCipher
 from engine.turns.service import TavernService
 from tests.fakes.discord import FakeDiscord, InteractionRecord
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
     from tests.test_discord.conftest import World
 
 MODEL_REQUESTS = 200  # the fake model answers 503 past this many requests
+QUIET_DEFAULTS = SessionDefaults(memory=False)
+"""What sessions start with in the tests of other things: the configuration's defaults with
+memory off, so no memory agent asks the scripted fake model between turns. The tests of the
+defaults themselves (issue 13) use ``SessionDefaults()``, the configuration's own."""
 MODEL_LIFETIME_S = 90.0
 CARD_NAME = "Aqua"
 CARD = (
@@ -53,9 +58,12 @@ CARD = (
 class Engine:
     """A TavernService on one SQLite file; ``open()`` again after ``close()`` is a restart."""
 
-    def __init__(self, path: Path, model: FakeOpenAIServer) -> None:
+    def __init__(
+        self, path: Path, model: FakeOpenAIServer, defaults: SessionDefaults | None = None
+    ) -> None:
         self.url = f"sqlite+aiosqlite:///{path}"
         self.model = model
+        self.defaults = defaults or SessionDefaults()
         self.storage: SqlStorage | None = None
         self.pool: ChatModelPool | None = None
         self.service: TavernService | None = None
@@ -73,14 +81,15 @@ class Engine:
             timeout_s=10.0,
             max_retries=0,
         )
-        # Long-term memory on the same database; its agent runs only in sessions whose prompt
-        # mode enables it (compat_strict, the default, runs the narrator alone).
+        # Long-term memory on the same database; its agent runs in sessions whose memory is
+        # on (and whose prompt mode has it), asking the same fake model.
         memory = build_memory_service(self.storage, model=None, model_name="fake-model")
         self.service = TavernService(
             self.storage,
             model_for=lambda profile: pool.for_profile(profile, NoSecretCipher(), {}),
             default_profile=default,
             memory=memory,
+            session_defaults=self.defaults,
         )
         await self.service.start()
         self.opened += 1

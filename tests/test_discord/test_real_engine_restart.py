@@ -139,7 +139,9 @@ async def test_memory_list_and_forget_on_the_engine(
     await start_playing(fake, world, start_real)
     # compat_plus runs the memory agent after each turn; its answer here is no JSON, so the
     # reply's <summary> tag becomes the remembered summary.
-    await engine.svc.configure(key_of(world), prompt_mode="compat_plus", tools={"enabled": False})
+    await engine.svc.configure(
+        key_of(world), prompt_mode="compat_plus", tools={"enabled": False}, memory=True
+    )
     model.script(
         reply_text(
             "The well? Stay away. <summary>Aqua warned Alice about the cursed well.</summary>"

@@ -20,6 +20,7 @@ from adapters.discord.commands.context import (
     require_game_master,
 )
 from adapters.discord.commands.guard import guard
+from adapters.discord.commands.settings import add_session_set, settings_line
 from adapters.discord.convert import place_of
 from engine.prompt.inputs import AuthorNote
 from engine.turns.api import AssetKind
@@ -96,7 +97,7 @@ def build_tavern(runner: DiscordRunner) -> app_commands.Group:
 
 
 def build_session(runner: DiscordRunner) -> app_commands.Group:
-    """``/session info|export|note|tools|reset``."""
+    """``/session info|set|export|note|tools|reset``."""
     group = app_commands.Group(name="session", description="This channel's session")
     service = runner.service
 
@@ -117,11 +118,12 @@ def build_session(runner: DiscordRunner) -> app_commands.Group:
                 f"Session `{found.key.platform}/{found.key.realm}/{found.key.key}`\n"
                 f"Character: {found.character or '—'} · Preset: {found.preset or '—'} · "
                 f"World books: {', '.join(found.worldbooks) or '—'}\n"
-                f"Replies: {binding.policy} · Prompt: {found.prompt_mode} · "
-                f"Macros in messages: {found.macro_mode}\n"
+                f"Settings: {settings_line(found, binding.policy)}\n"
                 f"This branch: `{place.branch}` · Branches: {branches}\n"
                 f"{summarize_note(found.author_note)}",
             )
+
+    add_session_set(runner, group)
 
     @group.command(name="export", description="This branch as a SillyTavern chat (JSONL)")
     @app_commands.describe(
