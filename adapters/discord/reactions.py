@@ -2,7 +2,8 @@
 
 Allowed for the speakers of that floor and for members with Manage Messages there; anyone
 else's reaction is removed (when the bot may) or ignored. Reactions on older replies, on
-messages that are not replies and with other emoji are ignored.
+messages that are not replies and with other emoji are ignored. A latest floor whose turn failed
+has the failure notice for its reply: 🔄 on the notice, or on the floor's own input, retries it.
 """
 
 from __future__ import annotations
@@ -85,8 +86,10 @@ class Reactions:
             return record
         # Not seen since the bot started: ask the service what the message shows.
         ref = await self.service.resolve_message(place.key, str(message_id))
-        if ref is None or ref.role != "assistant":
+        if ref is None:
             return None
+        if ref.role == "user":
+            return await self._failed_record(place, ref)
         record = ReplyRecord(
             place=replace(place, branch=ref.branch),
             floor=ref.floor,
@@ -97,6 +100,26 @@ class Reactions:
         )
         self.turns.by_message[message_id] = record
         return record
+
+    async def _failed_record(self, place: Place, ref: PlatformRef) -> ReplyRecord | None:
+        """The record of the failed latest floor whose input ``ref`` is (None otherwise): its
+        notice when this run showed it, else a fresh record that posts the retry anew."""
+        known = self.turns.latest.get((place.key, ref.branch))
+        if known is not None and known.failed and known.floor == ref.floor:
+            return known
+        views = await self.service.history(place.key, ref.branch, limit=1)
+        if not views or not views[-1].failed or views[-1].floor != ref.floor:
+            return None
+        view = views[-1]
+        return ReplyRecord(
+            place=replace(place, branch=ref.branch),
+            floor=ref.floor,
+            page=view.page,
+            pages=view.pages,
+            speakers=await self._speakers(place, ref),
+            delivered=Delivered(),
+            failed=True,
+        )
 
     async def _speakers(self, place: Place, ref: PlatformRef) -> frozenset[str]:
         """Who spoke on the reply's floor, for a reply from before a restart."""

@@ -5,7 +5,9 @@ next floor). The reply streams into messages while the model writes, then shows 
 with a small ``‹ n/m ›`` marker when the floor has several pages. Every message is linked to its
 floor and page in the service, so reactions, threads and deletions find their way back. A reply
 that Discord refused after every retry is kept and delivered again later; it is never generated
-a second time.
+a second time. A turn that fails (the model returned no text, an error) says so where the reply
+would have been; its floor keeps the input, and 🔄 on the notice (or on the input) retries it,
+turning the notice into the reply.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import discord
 
@@ -48,7 +50,9 @@ def render(view: ReplyView) -> str:
 
 @dataclass
 class ReplyRecord:
-    """The latest reply of a branch: its floor, page, speakers and the messages showing it."""
+    """The latest reply of a branch: its floor, page, speakers and the messages showing it.
+
+    ``failed``: the floor has no reply yet and the messages show why (🔄 retries it)."""
 
     place: Place
     floor: int
@@ -56,6 +60,7 @@ class ReplyRecord:
     pages: int
     speakers: frozenset[str]
     delivered: Delivered
+    failed: bool = False
 
 
 class Turns:
@@ -107,6 +112,7 @@ class Turns:
         if binding is None or not lines:
             return
         await self.sessions.ensure_branch(place, binding)
+        speakers = frozenset(line.speaker.id for line in lines)
         begun = asyncio.get_running_loop().time()
         async with self.branch_lock(place.key, place.branch):
             held_from = asyncio.get_running_loop().time()
@@ -119,22 +125,25 @@ class Turns:
                     )
             except EngineError as exc:
                 _log.warning("respond failed in %s: %s", place.key, exc)
-                await self._fail(stream, exc)
+                failed = await self._fail(stream, exc, place, speakers)
+                if failed is not None:
+                    await self._link_inputs(place, failed.floor, lines)
                 return
             finally:
                 self.service_s += asyncio.get_running_loop().time() - started
             binding.character, binding.avatar_url = view.character, view.avatar_url
-            speakers = frozenset(line.speaker.id for line in lines)
             record = ReplyRecord(place, view.floor, view.page, view.pages, speakers, Delivered())
             await self._deliver(stream, record, view)
             self.held_s += asyncio.get_running_loop().time() - held_from
         self.floors_done += 1
         self.floor_s += asyncio.get_running_loop().time() - begun
+        await self._link_inputs(replace(place, branch=view.branch), view.floor, lines)
+
+    async def _link_inputs(self, place: Place, floor: int, lines: list[UserLine]) -> None:
+        """Link the users' messages to their floor (reactions and deletions find it)."""
         for line in lines:
             if line.ref is not None:
-                user_ref = PlatformRef(
-                    branch=view.branch, floor=view.floor, page=None, role="user"
-                )
+                user_ref = PlatformRef(branch=place.branch, floor=floor, page=None, role="user")
                 await self.service.link_message(place.key, line.ref, user_ref)
 
     async def regenerate(self, record: ReplyRecord) -> None:
@@ -151,7 +160,8 @@ class Turns:
                         place.key, place.branch, on_text=stream.update
                     )
             except EngineError as exc:
-                await self._fail(stream, exc)
+                _log.warning("regenerate failed in %s: %s", place.key, exc)
+                await self._fail(stream, exc, place, record.speakers)
                 return
             new = ReplyRecord(
                 place, view.floor, view.page, view.pages, record.speakers, Delivered()
@@ -227,18 +237,44 @@ class Turns:
 
     async def _registered(self, record: ReplyRecord, view: ReplyView) -> None:
         place = record.place
-        self.latest[(place.key, place.branch)] = record
+        self._remember(record)
         ref = PlatformRef(branch=view.branch, floor=view.floor, page=view.page, role="assistant")
         for message_id in record.delivered.message_ids:
-            self.by_message[message_id] = record
             await self.service.link_message(place.key, str(message_id), ref)
+
+    async def _fail(
+        self, stream: ReplyStream, exc: EngineError, place: Place, speakers: frozenset[str]
+    ) -> ReplyRecord | None:
+        """Say in place (replacing any streamed text, the ``…`` included) that this floor got
+        no reply; when the branch's latest floor is now a failed one, remember the notice as
+        its reply so that 🔄 on it retries the floor. Returns that record."""
+        notice = f"*(no reply: {shown_error(exc, TURN_FAILED, logger=_log)})*"
+        try:
+            delivered = await stream.finish(notice)
+        except EngineError as error:
+            _log.error("the failure notice was not delivered in %s: %s", place.key, error)
+            delivered = stream.shown
+        try:
+            views = await self.service.history(place.key, place.branch, limit=1)
+        except EngineError as error:
+            _log.warning("could not read the failed floor in %s: %s", place.key, error)
+            return None
+        if not views or not views[-1].failed:
+            return None  # nothing was recorded (e.g. the input itself was refused)
+        view = views[-1]
+        record = ReplyRecord(
+            place, view.floor, view.page, view.pages, speakers, delivered, failed=True
+        )
+        self._remember(record)
+        return record
+
+    def _remember(self, record: ReplyRecord) -> None:
+        place = record.place
+        self.latest[(place.key, place.branch)] = record
+        for message_id in record.delivered.message_ids:
+            self.by_message[message_id] = record
         while len(self.by_message) > MAX_TRACKED_REPLIES:
             self.by_message.popitem(last=False)
-
-    async def _fail(self, stream: ReplyStream, exc: EngineError) -> None:
-        """Say in place (replacing any streamed text) that this floor got no reply."""
-        with contextlib.suppress(EngineError):
-            await stream.finish(f"*(no reply: {shown_error(exc, TURN_FAILED, logger=_log)})*")
 
     @contextlib.asynccontextmanager
     async def _typing(self, place: Place) -> AsyncIterator[None]:
