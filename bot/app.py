@@ -28,7 +28,7 @@ from adapters.secrets import build_secret_cipher
 from adapters.storage import SqlStorage, open_storage
 from bot.config import Settings
 from bot.events import EventBus
-from bot.scheduler import build_memory_service, start_memory_jobs
+from bot.scheduler import build_memory_service, session_memory_on, start_memory_jobs
 from engine.ports import ChatModel
 from engine.turns.api import SessionKey
 from engine.turns.profiles import ENVIRONMENT_KEY_VARIABLE, LLMProfile, environment_profile
@@ -121,12 +121,18 @@ class Application:
                 events=self.events,
                 cipher=cipher,
                 memory=memory,
+                # Every session created from now on starts with [session]; others keep theirs.
+                session_defaults=self.settings.session.defaults(),
             )
             failed = await self._service.start(only=self.recover_only)
             # The lease keeps this process's turns safe from another process's recovery.
             self.spawn(self._service.keep_lease(), name="lease-heartbeat")
             self.stack.push_async_callback(self._service.aclose)
-            scheduler = await start_memory_jobs(memory, timeline=self._service.timeline)
+            scheduler = await start_memory_jobs(
+                memory,
+                timeline=self._service.timeline,
+                memory_on=session_memory_on(self.storage),
+            )
             self.stack.push_async_callback(scheduler.shutdown)
             if failed:
                 log.warning("%d interrupted turn(s) were marked failed", len(failed))
@@ -171,17 +177,18 @@ async def open_console(
     jsonl: bool,
     out: TextIO,
     files: dict[str, list[tuple[str, bytes]]] | None = None,
-    settings: dict[str, Any] | None = None,
+    options: dict[str, str] | None = None,
 ) -> ConsoleFrontend:
-    """Open (or create) console session ``session`` and import the given files into it."""
+    """Open (or create) console session ``session`` (a new one takes ``[session]``), import
+    the given files into it and set ``options`` (session option name -> value, as ``/set``)."""
     key = SessionKey(platform="console", realm=CONSOLE_REALM, key=session)
     service = app.service
     await service.open_session(key)
     for kind, items in (files or {}).items():
         for filename, data in items:
             await service.import_asset(key, kind, filename, data)  # type: ignore[arg-type]
-    if settings:
-        await service.configure(key, **settings)
+    for name, value in (options or {}).items():
+        await service.set_session_option(key, name, value)
     frontend = ConsoleFrontend(service=service, key=key, user=user, out=out, jsonl=jsonl)
     if app.offline:
         frontend._emit("info", message=f"no model endpoint configured: {OFFLINE_ANNOUNCEMENT}")
@@ -332,7 +339,7 @@ async def chat(
     user: str,
     jsonl: bool,
     files: dict[str, list[tuple[str, bytes]]],
-    session_settings: dict[str, Any] | None = None,
+    options: dict[str, str] | None = None,
     lines: Callable[[], AsyncIterator[str]] | None = None,
     out: TextIO | None = None,
 ) -> int:
@@ -346,7 +353,7 @@ async def chat(
             jsonl=jsonl,
             out=out or sys.stdout,
             files=files,
-            settings=session_settings,
+            options=options,
         )
         with SignalOwner() as signals:
             task = app.spawn(frontend.run((lines or stdin_lines)()), name="console")

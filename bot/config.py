@@ -2,7 +2,8 @@
 
 The file is optional (every key has a default); secrets and endpoints can come from the
 environment instead (``DISCORD_TOKEN``, ``TELEGRAM_TOKEN``, ``LLM_BASE_URL``, ``LLM_API_KEY``,
-``LLM_MODEL``, ``DATABASE_URL``, ``TAVERNBOT_SECRET_KEY``), which win over the file. A bad
+``LLM_MODEL``, ``DATABASE_URL``, ``TAVERNBOT_SECRET_KEY``, and ``TAVERNBOT_SESSION_<KEY>`` for
+each key of ``[session]``), which win over the file. A bad
 value raises :class:`ConfigError` whose message names the key, the value and what is allowed;
 the CLI turns it into exit code 2.
 """
@@ -15,9 +16,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
+from engine.errors import ConfigurationError
 from engine.redaction import redact_text
+from engine.turns.options import MAX_MEMORY_BUDGET, SessionDefaults, parse_option
 
 DEFAULT_CONFIG_FILE = Path("tavernbot.toml")
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/tavernbot.db"
@@ -30,6 +41,12 @@ ENV_OVERRIDES: Mapping[str, tuple[str, str]] = {
     "LLM_MODEL": ("llm", "model"),
     "DATABASE_URL": ("database", "url"),
     "TAVERNBOT_SECRET_KEY": ("security", "secret_key"),
+    "TAVERNBOT_SESSION_PROMPT_MODE": ("session", "prompt_mode"),
+    "TAVERNBOT_SESSION_TOOLS": ("session", "tools"),
+    "TAVERNBOT_SESSION_MEMORY": ("session", "memory"),
+    "TAVERNBOT_SESSION_MEMORY_BUDGET": ("session", "memory_budget"),
+    "TAVERNBOT_SESSION_MACRO_MODE": ("session", "macro_mode"),
+    "TAVERNBOT_SESSION_REPLY_POLICY": ("session", "reply_policy"),
 }
 
 
@@ -110,6 +127,44 @@ class ConsoleSettings(_Section):
     character: str | None = None
 
 
+class SessionSection(_Section):
+    """What every newly created session starts with, on every front end (a session keeps
+    its own settings once created; ``/set`` and ``/session set`` change them)."""
+
+    prompt_mode: str = "compat_plus"
+    tools: bool = False
+    memory: bool = True
+    memory_budget: int | None = Field(default=None, ge=0, le=MAX_MEMORY_BUDGET)
+    macro_mode: str = "read_only"
+    reply_policy: str | None = None
+
+    @field_validator("prompt_mode", "macro_mode", "reply_policy")
+    @classmethod
+    def _known_word(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        option = {"prompt_mode": "mode", "macro_mode": "macros"}.get(
+            info.field_name or "", "policy"
+        )
+        try:
+            return str(parse_option(option, value)[1])
+        except ConfigurationError as exc:
+            # "session option mode must be one of ..." -> "must be one of ...": the key is named
+            # already, as the config calls it.
+            raise ValueError("must " + str(exc).partition(" must ")[2]) from None
+
+    def defaults(self) -> SessionDefaults:
+        """The engine's :class:`~engine.turns.options.SessionDefaults` for these values."""
+        return SessionDefaults(
+            prompt_mode=self.prompt_mode,
+            tools=self.tools,
+            memory=self.memory,
+            memory_budget=self.memory_budget,
+            macro_mode=self.macro_mode,
+            reply_policy=self.reply_policy,
+        )
+
+
 class SecuritySettings(_Section):
     """Key used to encrypt model API keys at rest; storing a key is refused without it."""
 
@@ -124,6 +179,7 @@ class Settings(_Section):
     discord: DiscordSettings = DiscordSettings()
     telegram: TelegramSettings = TelegramSettings()
     console: ConsoleSettings = ConsoleSettings()
+    session: SessionSection = SessionSection()
     security: SecuritySettings = SecuritySettings()
 
     @property

@@ -53,6 +53,7 @@ from engine.memory.worker import JobOutcome, ensure_job, recover_jobs, run_job_o
 from engine.ports import ChatModel, Clock, EventSink
 from engine.prompt.tokens import counter_for_model
 from engine.timeline.service import TimelineService
+from engine.turns.options import memory_enabled
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,9 @@ DEFAULT_INSTANCE: Final = socket.gethostname().replace(":", "-") or "tavernbot"
 
 ScopeFloors = Callable[[JobScope], Awaitable[tuple[int | None, tuple[int, ...]]]]
 """The head floor of a job's scope and the floors forks branch off after (None: unknown)."""
+SessionMemoryOn = Callable[[str], Awaitable[bool]]
+"""Whether the session with this id (as memory keeps it, text) has its memory on; the jobs
+of a session whose memory is off wait (they run again once it is switched back on)."""
 
 
 def default_policies() -> dict[JobType, JobPolicy]:
@@ -94,6 +98,10 @@ async def _unknown_floors(_: JobScope) -> tuple[int | None, tuple[int, ...]]:
     return None, ()
 
 
+async def _memory_always_on(_: str) -> bool:
+    return True
+
+
 class MemoryScheduler:
     """Runs the memory jobs of one process; see the module docstring."""
 
@@ -106,6 +114,7 @@ class MemoryScheduler:
         instance: str = DEFAULT_INSTANCE,
         policies: Mapping[JobType, JobPolicy] | None = None,
         floors: ScopeFloors | None = None,
+        memory_on: SessionMemoryOn | None = None,
         tick_interval: timedelta = TICK_INTERVAL,
         max_concurrent: int = MAX_CONCURRENT_JOBS,
         max_jobs_per_tick: int = MAX_JOBS_PER_TICK,
@@ -123,6 +132,7 @@ class MemoryScheduler:
         self.owner = f"{instance}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.policies = {**default_policies(), **(policies or {})}
         self.floors = floors or _unknown_floors
+        self.memory_on = memory_on or _memory_always_on
         self.tick_interval = tick_interval
         self.max_jobs_per_tick = max_jobs_per_tick
         self._limit = asyncio.Semaphore(max_concurrent)
@@ -202,9 +212,27 @@ class MemoryScheduler:
             for state in await self.repo.list_jobs()
             if should_run(state, now).run or lease_expired(state, now)
         ]
+        due = await self._sessions_with_memory(due)
         due.sort(key=lambda s: (s.next_run_at or now, s.key))
         batch = due[: self.max_jobs_per_tick]
         return list(await asyncio.gather(*(self._run_limited(s) for s in batch)))
+
+    async def _sessions_with_memory(self, states: list[JobState]) -> list[JobState]:
+        """The states whose session (if the job has one) has its memory on: a session that
+        switched memory off runs no memory jobs (its states stay as they are)."""
+        known: dict[str, bool] = {}
+        kept: list[JobState] = []
+        for state in states:
+            session = (
+                JobScope.parse(state.scope_key).session_id if _parses(state.scope_key) else None
+            )
+            if session:
+                if session not in known:
+                    known[session] = await self.memory_on(session)
+                if not known[session]:
+                    continue
+            kept.append(state)
+        return kept
 
     async def _run_limited(self, state: JobState) -> JobOutcome:
         async with self._limit:
@@ -314,6 +342,22 @@ def timeline_floors(timeline: TimelineService) -> ScopeFloors:
     return floors
 
 
+def session_memory_on(storage: SqlStorage) -> SessionMemoryOn:
+    """:data:`SessionMemoryOn` from the sessions' settings (a session that is gone: off)."""
+
+    async def memory_on(session_id: str) -> bool:
+        if not session_id.isdigit():
+            return True
+        try:
+            async with storage.unit_of_work() as uow:
+                session = await uow.sessions.get(int(session_id))
+        except NotFoundError:
+            return False
+        return memory_enabled(session.settings)
+
+    return memory_on
+
+
 def build_memory_service(
     storage: SqlStorage,
     *,
@@ -343,8 +387,10 @@ async def start_memory_jobs(
     timeline: TimelineService | None = None,
     clock: Clock | None = None,
     instance: str = DEFAULT_INSTANCE,
+    memory_on: SessionMemoryOn | None = None,
 ) -> MemoryScheduler:
-    """Recover and start the memory jobs of ``service``; stop them with
+    """Recover and start the memory jobs of ``service`` (``memory_on``: which sessions have
+    their memory on, see :func:`session_memory_on`); stop them with
     ``await scheduler.shutdown()``."""
     scheduler = MemoryScheduler(
         service.repo,
@@ -352,6 +398,7 @@ async def start_memory_jobs(
         clock=clock or service.clock,
         instance=instance,
         floors=timeline_floors(timeline) if timeline is not None else None,
+        memory_on=memory_on,
     )
     await scheduler.start()
     return scheduler

@@ -12,6 +12,7 @@ rooted here, so a front end can catch :class:`EngineError` and show ``str(exc)``
      ├── LimitExceededError        a named limit was reached (the limit's name is in ``limit``)
      ├── FormatError               an imported file is malformed (file, field and problem)
      ├── GenerationError           the model call failed (the floor is marked failed)
+     │    └── EmptyReplyError      the model answered with no text to show
      └── InternalError             something failed that nobody planned for; the message is
           └── StorageError         only a short line and an error id, the details were logged
                                    under that id (see :mod:`engine.incidents`)
@@ -75,6 +76,19 @@ class GenerationError(EngineError):
     def __init__(self, message: str, *, retryable: bool = False) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+class EmptyReplyError(GenerationError):
+    """The model's answer has no text to show (empty, only whitespace or tags, only a tool
+    call the session did not offer, or a content-filter stop with nothing): the page fails
+    with this message, so no reply is left blank, and regenerate retries it."""
+
+    NO_TEXT = "the model returned no text"
+    FILTERED = "the model's content filter stopped the reply"
+
+    def __init__(self, *, filtered: bool = False) -> None:
+        super().__init__(self.FILTERED if filtered else self.NO_TEXT, retryable=True)
+        self.filtered = filtered
 
 
 class InternalError(EngineError):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import FormatError
+from engine.turns.options import PROMPT_MODES, SWITCH_VALUES
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 """A file given on the command line larger than this is refused."""
@@ -29,10 +30,10 @@ def register(sub: Any) -> None:
     parser.add_argument("--user", default=None, help="your name ({{user}})")
     parser.add_argument("--jsonl", action="store_true", help="one JSON object per output line")
     parser.add_argument(
-        "--mode", choices=("compat_strict", "compat_plus", "native"), help="prompt mode"
+        "--mode", choices=PROMPT_MODES, help="prompt mode of the session (over [session])"
     )
     parser.add_argument(
-        "--tools", choices=("on", "off"), help="offer the built-in tools to the model"
+        "--tools", choices=SWITCH_VALUES, help="offer the built-in tools to the model (on|off)"
     )
     parser.set_defaults(handler=_chat)
 
@@ -59,11 +60,12 @@ def _chat(args: argparse.Namespace) -> int:
         files["preset"] = [(args.preset.name, _read(args.preset))]
     if args.worldbook:
         files["worldbook"] = [(p.name, _read(p)) for p in args.worldbook]
-    session_settings: dict[str, Any] = {}
+    # Set on the session as console ``/set mode`` and ``/set tools`` would (over [session]).
+    options: dict[str, str] = {}
     if args.mode:
-        session_settings["prompt_mode"] = args.mode
+        options["mode"] = args.mode
     if args.tools:
-        session_settings["tools"] = {"enabled": args.tools == "on"}
+        options["tools"] = args.tools
     return asyncio.run(
         chat(
             settings,
@@ -71,6 +73,6 @@ def _chat(args: argparse.Namespace) -> int:
             user=args.user or settings.console.user,
             jsonl=args.jsonl,
             files=files,
-            session_settings=session_settings,
+            options=options,
         )
     )

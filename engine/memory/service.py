@@ -167,9 +167,12 @@ class MemoryService:
         message: str,
         recent_turns: Sequence[str] = (),
         budget: int | None = None,
+        *,
+        mark_used: bool = True,
     ) -> InjectionResult:
         """The memory block for a turn (step 3), within ``budget`` tokens (default: the
-        injection policy's). Marks the injected records used, which feeds decay."""
+        injection policy's). Marks the injected records used, which feeds decay (not with
+        ``mark_used=False``: a dry run only looks)."""
         policy = self.settings.injection
         if budget is not None:
             policy = replace(policy, max_tokens=max(0, budget))
@@ -185,7 +188,7 @@ class MemoryService:
             recent_turns=recent_turns,
             policy=policy,
         )
-        if result.record_ids:
+        if result.record_ids and mark_used:
             await self.repo.mark_used(result.record_ids, floor_no=view.floor_no, at=now)
         self._emit(
             memory_event(

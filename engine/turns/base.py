@@ -4,14 +4,18 @@ builds on, the caches of session and branch ids, and small helpers its parts use
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from engine.errors import EngineError
+from engine.memory.lineage import Viewpoint
 from engine.memory.service import MemoryService
 from engine.ports import Clock, Event, EventSink, RandomSource, Storage
+from engine.prompt.inputs import MemoryItem
 from engine.timeline.assets import AssetService
 from engine.timeline.errors import TimelineNotFoundError
 from engine.timeline.history import HistoryService
@@ -19,19 +23,52 @@ from engine.timeline.leases import LeaseKeeper
 from engine.timeline.service import TimelineService
 from engine.timeline.values import Branch, Session, SessionSettings
 from engine.turns.api import SessionKey
+from engine.turns.context import TurnRead
 from engine.turns.locks import BranchLocks
 from engine.turns.options import MAX_MEMORY_BUDGET as MAX_MEMORY_BUDGET
 from engine.turns.options import MEMORY_BUDGET as MEMORY_BUDGET
-from engine.turns.options import SessionDefaults
+from engine.turns.options import SessionDefaults, memory_enabled
 from engine.turns.profile_store import snapshot_for
-from engine.turns.profiles import LLMProfile, NoSecretCipher, ProfileSnapshot, SecretCipher
+from engine.turns.profiles import (
+    DEFAULT_ENABLED_SLOTS,
+    SLOTS,
+    LLMProfile,
+    NoSecretCipher,
+    ProfileSnapshot,
+    SecretCipher,
+    Slot,
+    Stage,
+    stages_for_turn,
+)
 from engine.turns.workflow import ModelFor
 from engine.variables.service import VariableService
+
+log = logging.getLogger(__name__)
 
 MAX_INPUT_CHARS: Final = 32_000
 """One user message longer than this is refused."""
 MEMORY_RECENT_LINES: Final = 6
 """Recent chat lines memory retrieval ranks relevance against (with the new message)."""
+
+
+MEMORY_STAGES: Final[frozenset[Stage]] = frozenset({"memory_retrieval", "memory_agent"})
+"""The stages a session with its memory off leaves out."""
+
+
+def session_stages(settings: SessionSettings) -> tuple[Stage, ...]:
+    """The stages a turn of a session runs: by its prompt mode and enabled slots, without
+    the memory stages when its memory is off."""
+    stages = stages_for_turn(settings.prompt_mode, _enabled_slots(settings))
+    if memory_enabled(settings):
+        return stages
+    return tuple(s for s in stages if s not in MEMORY_STAGES)
+
+
+def _enabled_slots(settings: SessionSettings) -> tuple[Slot, ...]:
+    slots = settings.extra.get("slots")
+    if isinstance(slots, list | tuple):
+        return tuple(s for s in SLOTS if s in slots)
+    return tuple(s for s in SLOTS if s in DEFAULT_ENABLED_SLOTS)
 
 
 class SystemClock:
@@ -126,6 +163,29 @@ class ServiceBase:
         data = session.settings.to_json()
         data.update(changes)
         return await self.timeline.update_settings(session_id, SessionSettings.from_json(data))
+
+    async def _retrieve(
+        self, view: Viewpoint, read: TurnRead, budget: int | None, *, mark_used: bool = True
+    ) -> tuple[MemoryItem, ...]:
+        """Step 3: the memory block for this turn within the session's ``memory_budget``
+        tokens (the memory service's default when unset; none when memory cannot be read).
+        A dry run passes ``mark_used=False``: looking must not feed decay."""
+        assert self.memory is not None
+        recent = [line.text for line in read.history[-MEMORY_RECENT_LINES:]]
+        try:
+            block = await self.memory.retrieve(
+                view,
+                read.user_input or "",
+                recent_turns=recent,
+                budget=budget,
+                mark_used=mark_used,
+            )
+        except EngineError as exc:
+            log.warning("memory retrieval failed, the turn goes on without it: %s", exc)
+            return ()
+        if not block.text:
+            return ()
+        return (MemoryItem(id=",".join(block.record_ids) or "memory", text=block.text),)
 
     def _snapshot(self, session: Session, data: Mapping[str, Any]) -> ProfileSnapshot:
         return snapshot_for(

@@ -332,24 +332,38 @@ async def dry_run(
         read = await read_turn(
             uow, session=session, floor=probe, mode="dry_run", user_name=None, extra_input=text
         )
+    from engine.memory.scoping import viewpoint_for
+    from engine.turns.base import MEMORY_BUDGET, session_stages
+    from engine.turns.options import TOOLS_SETTING
     from engine.turns.tools import ToolBox, ToolEnv, ToolPolicy
 
+    settings = session.settings
+    # The memory block the next turn would get (the same stages and budget), found without
+    # marking anything used.
+    memory_items: tuple[Any, ...] = ()
+    if service.memory is not None and "memory_retrieval" in session_stages(settings):
+        view = viewpoint_for(session, branch, read.branches, head + 1)
+        memory_items = await service._retrieve(
+            view, read, settings.extra.get(MEMORY_BUDGET), mark_used=False
+        )
+    tools = ToolBox(
+        ToolPolicy.from_json(settings.extra.get(TOOLS_SETTING), default_enabled=False),
+        ToolEnv(state=read.state, staged=[], card={}, clock=service.clock, random=service.rng),
+    )
     generation = Generation(
         read,
         TurnOptions(
             mode="respond",
-            prompt_mode=session.settings.prompt_mode,
-            macro_mode=session.settings.macro_mode,
+            prompt_mode=settings.prompt_mode,
+            macro_mode=settings.macro_mode,
             stages=("narrator",),
             snapshot=service._snapshot(session, read.assets.profiles),
             phase="dry_run",
+            memory=memory_items,
             persona=await service._persona_description(session.realm_id, read.user_id),
         ),
         model_for=service.model_for,
-        tools=ToolBox(
-            ToolPolicy(),
-            ToolEnv(state=read.state, staged=[], card={}, clock=service.clock, random=service.rng),
-        ),
+        tools=tools,
         events=service.events,
         on_text=None,
         where={"branch": branch.name, "floor": head + 1, "dry_run": True},
@@ -366,6 +380,8 @@ async def dry_run(
         },
         "budget": result.ir.budget.to_json(),
         "warnings": list(result.ir.warnings),
+        # The tools the model request would carry (none unless the session's tools are on).
+        "tools": [spec.name for spec in tools.specs("narrator")],
     }
 
 

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 from engine.errors import EngineError, InternalError, LimitExceededError, NotFoundError
 from engine.incidents import TURN_FAILED, internal_error
@@ -25,15 +25,14 @@ from engine.timeline.values import (
     Page,
     PageContext,
     Session,
-    SessionSettings,
 )
 from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
 from engine.turns.base import (
     MAX_INPUT_CHARS,
     MEMORY_BUDGET,
-    MEMORY_RECENT_LINES,
     ServiceBase,
     SessionIds,
+    session_stages,
 )
 from engine.turns.context import (
     SessionAssets,
@@ -46,20 +45,13 @@ from engine.turns.context import (
 from engine.turns.errors import NothingToDoError, TurnFailedError
 from engine.turns.options import TOOLS_SETTING, memory_enabled
 from engine.turns.profiles import (
-    DEFAULT_ENABLED_SLOTS,
-    SLOTS,
     ProfileSnapshot,
-    Stage,
-    stages_for_turn,
 )
 from engine.turns.tools import TOOLS_GLOBAL_WRITES, ToolBox, ToolEnv, ToolPolicy
 from engine.turns.views import committed_numbers, reply_view
 from engine.turns.workflow import Generation, TurnOptions, generation_error
 
 log = logging.getLogger(__name__)
-
-MEMORY_STAGES: Final[frozenset[Stage]] = frozenset({"memory_retrieval", "memory_agent"})
-"""The stages a session with memory off leaves out."""
 
 _Opened = tuple[Branch, OpenedFloor, TurnRead]
 """A respond's branch, its new generating floor and page, and what the turn read."""
@@ -257,10 +249,8 @@ class TurnOps(ServiceBase):
         session = read.session
         settings = session.settings
         snapshot = self._snapshot(session, read.assets.profiles)
-        stages = stages_for_turn(settings.prompt_mode, _enabled_slots(settings))
+        stages = session_stages(settings)
         remember = memory_enabled(settings)
-        if not remember:  # memory off: no retrieval, no memory agent, no jobs
-            stages = tuple(s for s in stages if s not in MEMORY_STAGES)
         view = viewpoint_for(session, branch, read.branches, floor.seq) if self.memory else None
         memory_items: tuple[MemoryItem, ...] = ()
         if self.memory is not None and view is not None and "memory_retrieval" in stages:
@@ -339,24 +329,6 @@ class TurnOps(ServiceBase):
             text=generated.display,
             character=character,
         )
-
-    async def _retrieve(
-        self, view: Viewpoint, read: TurnRead, budget: int | None
-    ) -> tuple[MemoryItem, ...]:
-        """Step 3: the memory block for this turn within the session's ``memory_budget``
-        tokens (the memory service's default when unset; none when memory cannot be read)."""
-        assert self.memory is not None
-        recent = [line.text for line in read.history[-MEMORY_RECENT_LINES:]]
-        try:
-            block = await self.memory.retrieve(
-                view, read.user_input or "", recent_turns=recent, budget=budget
-            )
-        except EngineError as exc:
-            log.warning("memory retrieval failed, the turn goes on without it: %s", exc)
-            return ()
-        if not block.text:
-            return ()
-        return (MemoryItem(id=",".join(block.record_ids) or "memory", text=block.text),)
 
     def _after_commit(
         self,
@@ -450,13 +422,6 @@ class TurnOps(ServiceBase):
             await self.timeline.activate_page(latest.id, numbers[chosen])
             view = await self.history_service.floor_view(target.id, latest.seq)
         return reply_view(key, view)
-
-
-def _enabled_slots(settings: SessionSettings) -> tuple[Any, ...]:
-    slots = settings.extra.get("slots")
-    if isinstance(slots, list | tuple):
-        return tuple(s for s in slots if s in SLOTS)
-    return tuple(DEFAULT_ENABLED_SLOTS)
 
 
 def _records_a_failed_floor(exc: BaseException) -> bool:

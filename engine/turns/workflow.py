@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from engine.errors import EngineError, GenerationError
+from engine.errors import EmptyReplyError, EngineError, GenerationError
 from engine.formats.regex_scripts import RegexScript
 from engine.incidents import TURN_FAILED, shown_error
 from engine.macros import Mutation as MacroMutation
@@ -333,7 +333,16 @@ class Generation:
             )
             result = await self._stream(model, request)
             self._add_usage("narrator", result.usage)
+            # A tool call the session did not offer is never run: only the text counts then.
             if not result.tool_calls or not offer:
+                if result.tool_calls:
+                    self.warnings.append(
+                        "the model called tools it was not offered: "
+                        + ", ".join(sorted({c.name for c in result.tool_calls}))
+                    )
+                if not extract_memory_tags(result.text, role="assistant").visible_text.strip():
+                    # Nothing to show: the page fails with a message instead of a blank reply.
+                    raise EmptyReplyError(filtered=result.finish_reason == "content_filter")
                 self.emit(
                     "generation.completed",
                     slot="narrator",
@@ -478,6 +487,8 @@ def generation_error(exc: BaseException) -> str:
     ``"the turn failed (error <id>)"`` is said (see :mod:`engine.incidents`). A cancellation
     is named by its type.
     """
+    if isinstance(exc, EmptyReplyError):
+        return str(exc)
     if isinstance(exc, GenerationError):
         return f"the model call failed: {redact_text(str(exc))}"
     if isinstance(exc, EngineError):

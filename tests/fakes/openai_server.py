@@ -15,6 +15,11 @@ until the client goes away, the hang limit passes or the server stops).
 Every request is recorded in :attr:`FakeOpenAIServer.requests` (JSON body, headers, whether the
 client disconnected early), so tests can assert on prompts, retries and cancellation.
 
+``memory_agent=FakeReply(...)`` answers the memory agent's requests (a compat_plus or native
+session with memory on asks it after each committed turn, from a background task) with that
+reply, outside the script and the recorded ``requests``: they go to :attr:`agent_requests`,
+so a test scripts the narrator alone, in order.
+
 The server bounds itself: after ``max_requests`` requests it answers 503 without scripting, a
 hang lasts at most ``hang_limit_s``, and the server stops itself after ``lifetime_s``.
 """
@@ -33,11 +38,15 @@ from typing import Any
 
 from aiohttp import web
 
+from engine.memory.agent_context import AGENT_SYSTEM_PROMPT
+
 DEFAULT_MAX_REQUESTS = 200
 DEFAULT_HANG_LIMIT_S = 30.0
 DEFAULT_LIFETIME_S = 120.0
 DEFAULT_CHUNK_CHARS = 8
 DEFAULT_MODELS = ("fake-model",)
+MEMORY_AGENT_PROMPT_START = AGENT_SYSTEM_PROMPT.split("\n", 1)[0][:60]
+"""How the memory agent's request begins (its system message), to tell it from the narrator's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,6 +98,8 @@ class FakeHang:
 
 
 FakeResponse = FakeReply | FakeError | FakeHang
+QUIET_MEMORY_AGENT = FakeReply(text="{}")
+"""A memory agent answer that plans nothing, for ``FakeOpenAIServer(memory_agent=...)``."""
 Responder = Callable[[Mapping[str, Any]], FakeResponse]
 
 
@@ -128,6 +139,17 @@ def echo_responder(body: Mapping[str, Any]) -> FakeResponse:
     return FakeReply(text=f"echo: {text}")
 
 
+def _is_memory_agent(body: Mapping[str, Any]) -> bool:
+    messages = body.get("messages") or []
+    first = messages[0] if messages and isinstance(messages[0], Mapping) else {}
+    content = first.get("content")
+    return (
+        first.get("role") == "system"
+        and isinstance(content, str)
+        and content.startswith(MEMORY_AGENT_PROMPT_START)
+    )
+
+
 def _words(text: str) -> int:
     return len(text.split())
 
@@ -143,8 +165,12 @@ class FakeOpenAIServer:
         max_requests: int = DEFAULT_MAX_REQUESTS,
         hang_limit_s: float = DEFAULT_HANG_LIMIT_S,
         lifetime_s: float = DEFAULT_LIFETIME_S,
+        memory_agent: FakeResponse | None = None,
     ) -> None:
         self.responder = responder
+        self.memory_agent = memory_agent
+        self.agent_requests: list[RecordedRequest] = []
+        """The memory agent's requests, when ``memory_agent`` answers them."""
         self.models = tuple(models)
         self.max_requests = max_requests
         self.hang_limit_s = hang_limit_s
@@ -274,6 +300,16 @@ class FakeOpenAIServer:
             body = await request.json()
         except json.JSONDecodeError:
             return _error_response(400, "body is not JSON")
+        if self.memory_agent is not None and _is_memory_agent(body):
+            agent = RecordedRequest(
+                index=len(self.agent_requests), path=request.path, body=body, headers={}
+            )
+            self.agent_requests.append(agent)
+            try:
+                return await self._answer(request, body, self.memory_agent)
+            finally:
+                agent.finished = True
+                agent.done.set()
         recorded = self._record(request, body)
         try:
             if len(self.requests) > self.max_requests:

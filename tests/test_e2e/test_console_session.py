@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.openai_server import QUIET_MEMORY_AGENT as AGENT
 from tests.fakes.openai_server import FakeOpenAIServer, FakeReply, FakeToolCall
 from tests.test_e2e.console import ConsoleProcess, chat_env
 
@@ -53,7 +54,7 @@ def _files(folder: Path) -> tuple[Path, Path]:
 
 async def test_twenty_turn_session_with_tools_swipes_and_a_fork(tmp_path: Path) -> None:
     card, preset = await asyncio.to_thread(_files, tmp_path)
-    async with FakeOpenAIServer(max_requests=120, lifetime_s=110.0) as fake:
+    async with FakeOpenAIServer(max_requests=120, lifetime_s=110.0, memory_agent=AGENT) as fake:
         proc = await ConsoleProcess.start(
             chat_env(tmp_path / "e2e.db", fake.base_url),
             "--session", "e2e", "--character", str(card), "--preset", str(preset),

@@ -15,6 +15,7 @@ import pytest
 from adapters.storage import open_storage
 from bot.app import chat
 from bot.config import load_settings
+from tests.fakes.openai_server import QUIET_MEMORY_AGENT as AGENT
 from tests.fakes.openai_server import FakeOpenAIServer, FakeReply
 from tests.test_e2e.console import ConsoleProcess, chat_env
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.timeout(120)
 
 async def test_sigkill_during_a_streamed_reply(tmp_path: Path) -> None:
     db = tmp_path / "crash.db"
-    async with FakeOpenAIServer(max_requests=20, lifetime_s=100.0) as fake:
+    async with FakeOpenAIServer(max_requests=20, lifetime_s=100.0, memory_agent=AGENT) as fake:
         env = chat_env(db, fake.base_url)
         proc = await ConsoleProcess.start(env, "--session", "crash", cwd=tmp_path)
         assert (await proc.ask("before"))["floor"] == 1
@@ -72,7 +73,7 @@ async def _lines(items: list[str]) -> AsyncIterator[str]:
 
 
 async def test_500_mid_stream_in_the_console(tmp_path: Path) -> None:
-    async with FakeOpenAIServer(max_requests=20, lifetime_s=100.0) as fake:
+    async with FakeOpenAIServer(max_requests=20, lifetime_s=100.0, memory_agent=AGENT) as fake:
         settings = load_settings(environ=chat_env(tmp_path / "c.db", fake.base_url))
         settings = settings.model_copy(
             update={"llm": settings.llm.model_copy(update={"max_retries": 0})}

@@ -13,6 +13,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from adapters.storage import create_engine, open_storage
+from tests.fakes.openai_server import QUIET_MEMORY_AGENT as AGENT
 from tests.fakes.openai_server import FakeOpenAIServer, FakeReply
 from tests.test_e2e.console import ConsoleProcess, chat_env
 
@@ -39,7 +40,7 @@ async def pg_database(pg_url: str) -> AsyncIterator[str]:
 
 
 async def _second_process_leaves_the_first_ones_turn(url: str, tmp_path: Path) -> None:
-    async with FakeOpenAIServer(max_requests=20, lifetime_s=100.0) as fake:
+    async with FakeOpenAIServer(max_requests=20, lifetime_s=100.0, memory_agent=AGENT) as fake:
         env = {**chat_env(tmp_path / "unused.db", fake.base_url), "DATABASE_URL": url}
         first = await ConsoleProcess.start(env, "--session", "shared", cwd=tmp_path)
         assert (await first.ask("before"))["floor"] == 1

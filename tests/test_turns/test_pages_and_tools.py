@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from engine.errors import EngineError
+from engine.errors import EmptyReplyError, EngineError
 from engine.turns.api import MAIN_BRANCH
 from engine.turns.service import TavernService
 from tests.fakes.openai_server import FakeError, FakeOpenAIServer, FakeReply, FakeToolCall
@@ -114,13 +114,15 @@ async def test_tool_limits_are_enforced(remote: TavernService, fake: FakeOpenAIS
 async def test_step_limit_defaults_to_five(remote: TavernService, fake: FakeOpenAIServer) -> None:
     await remote.configure(KEY, tools={"enabled": True})
     fake.script(*[set_mood(str(i)) for i in range(6)], FakeReply(text="end"))
-    view = await remote.respond(KEY, MAIN_BRANCH, [line("loop")])
     # five tool rounds, then a sixth request without tools that answered with a tool call
-    # anyway: it is not run, and its text (none) is the reply
+    # anyway: it is not run, and with no text the page fails (issue 13: no blank replies),
+    # its staged writes dropped
+    with pytest.raises(EmptyReplyError, match="the model returned no text"):
+        await remote.respond(KEY, MAIN_BRANCH, [line("loop")])
     assert len(fake.chat_requests) == 6
     assert "tools" not in fake.chat_requests[5].body
-    assert (await remote.variables(KEY, MAIN_BRANCH))["mood"] == "4"
-    assert view.floor == 1
+    assert "mood" not in await remote.variables(KEY, MAIN_BRANCH)
+    assert [(v.floor, v.failed) for v in await remote.history(KEY, MAIN_BRANCH)] == [(1, True)]
 
 
 async def _records(service: TavernService) -> list[dict[str, str]]:
