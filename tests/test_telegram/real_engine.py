@@ -25,6 +25,7 @@ from adapters.telegram.runner import TelegramRunner
 from bot.scheduler import build_memory_service
 from engine.ports import ChatModel
 from engine.turns.api import MAIN_BRANCH, SessionKey
+from engine.turns.options import SessionDefaults
 from engine.turns.profiles import LLMProfile, NoSecretCipher
 from engine.turns.service import TavernService
 from tests.fakes.openai_server import FakeOpenAIServer, FakeReply, FakeResponse, FakeToolCall
@@ -112,12 +113,19 @@ class RealHarness:
         return config_for(self.tg, **overrides)
 
     async def boot(
-        self, *, offline: bool = False, memory: bool = False, **overrides: Any
+        self,
+        *,
+        offline: bool = False,
+        memory: bool = False,
+        session_defaults: SessionDefaults | None = None,
+        **overrides: Any,
     ) -> TelegramRunner:
         """Open storage, the model pool and the service on the database file; start a runner.
 
         ``offline``: every slot answers with the offline provider instead of the fake OpenAI
-        server; ``memory``: long-term memory is on (as ``tavernbot run`` builds it)."""
+        server; ``memory``: long-term memory is on (as ``tavernbot run`` builds it);
+        ``session_defaults``: what new sessions start with (``[session]``; None: the
+        defaults)."""
         self.storage = await open_storage(self.db_url)
         self.pool = ChatModelPool()
         pool = self.pool
@@ -143,6 +151,7 @@ class RealHarness:
                 if memory
                 else None
             ),
+            session_defaults=session_defaults,
         )
         await self.service.start()
         self.runner = TelegramRunner(self.service, self.config(**overrides), sleep=self._sleep)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from engine.turns.api import MAIN_BRANCH
+from engine.turns.options import SessionDefaults
 from tests.fakes.openai_server import FakeReply
 from tests.test_telegram.real_engine import (
     RealHarness,
@@ -133,3 +134,30 @@ async def test_set_changes_one_chat_only_and_only_admins_change_a_group(
     assert (await real.svc.session_info(telegram_key(group))).prompt_mode == "native"
     assert (await real.svc.session_info(telegram_key(mine))).prompt_mode == "compat_strict"
     assert len(await real.svc.history(telegram_key(mine), MAIN_BRANCH)) == 2
+
+
+async def test_session_defaults_with_tools_on_apply_to_new_sessions_only(
+    real: RealHarness,
+) -> None:
+    """``[session] tools = true``: a chat opened after it offers the tools; a chat that
+    existed before keeps its own setting."""
+    tg, llm = real.tg, real.llm
+    old, new = tg.new_user("Old"), tg.new_user("New")
+    before, after = tg.private_chat(old), tg.private_chat(new)
+    await real.reply_to(before, old, "hello")
+    await real.restart(session_defaults=SessionDefaults(tools=True))
+
+    llm.script(set_variable("mood", "happy"), FakeReply(text="She smiles."))
+    reply = await real.reply_to(after, new, "Hi")
+    assert reply.text == "She smiles." and _offers_tools(llm.chat_requests[-2].body)
+    llm.script(set_variable("mood", "grim"), FakeReply(text="She frowns."))
+    await tg.press(after, new, reply.message_id, button(reply, "🔄"))
+    await tg.wait_until(lambda: counter(reply) == "2/2")
+    assert "mood = grim" in await real.ask(after, new, "/vars", "Variables")
+    await tg.press(after, new, reply.message_id, button(reply, "◀️"))
+    await tg.wait_until(lambda: counter(reply) == "1/2")
+    assert "mood = happy" in await real.ask(after, new, "/vars", "Variables")
+
+    assert "tools = off" in (await real.ask(before, old, "/info", "Character")).splitlines()
+    await real.reply_to(before, old, "again")
+    assert not _offers_tools(llm.chat_requests[-1].body)
