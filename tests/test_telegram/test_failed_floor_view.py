@@ -1,5 +1,5 @@
 """A branch whose latest floor failed (issue 12): switching to it says so instead of showing
-the player's own message as if it were the reply."""
+the player's own message as if it were the reply, and its 🔄 retries the floor (issue 13)."""
 
 from __future__ import annotations
 
@@ -38,3 +38,12 @@ async def test_switching_to_a_branch_whose_last_message_failed(real: RealHarness
     assert (note.text or "").startswith("Branch main: the message of floor 2 got no reply")
     history = await svc.history(key, MAIN_BRANCH)
     assert [(v.floor, v.failed, v.text) for v in history][-1] == (2, True, "lost words")
+    # the note carries 🔄 (issue 13): pressing it retries the failed floor into the note
+    assert note.reply_markup is not None
+    retry = note.reply_markup["inline_keyboard"][0][0]
+    assert retry["text"] == "🔄"
+    await tg.press(chat, ann, note.message_id, retry["callback_data"])
+    await tg.wait_until(lambda: "◀️" in str(note.reply_markup))  # the reply's swipe row
+    assert note.text == "Reply 2: lost words"
+    history = await svc.history(key, MAIN_BRANCH)
+    assert [(v.floor, v.failed, v.text) for v in history][-1] == (2, False, "Reply 2: lost words")

@@ -22,6 +22,7 @@ from adapters.telegram.keyboards import (
     REGEN,
     BranchData,
     SwipeData,
+    retry_keyboard,
 )
 from adapters.telegram.sender import Place, drop_keyboard
 from engine.errors import EngineError
@@ -125,8 +126,9 @@ def build(frontend: Frontend) -> Router:
             await bot.send_message(
                 message.chat.id,
                 f"Branch {callback_data.branch}: the message of floor {history[-1].floor} got "
-                "no reply (it failed); /regen retries it.",
+                "no reply (it failed); 🔄 or /regen retries it.",
                 parse_mode=None,
+                reply_markup=retry_keyboard(callback_data.branch),
             )
         elif history:
             await frontend.turns.show(bot, where, history[-1])
