@@ -73,6 +73,11 @@ async def test_set_changes_this_session_only_and_info_shows_it(
     # the engine holds them, not the front end: a fresh console on the session reads them back
     assert await Console(offline_engine, ONE).options() == changed
     assert await other.options() == before
+    # the prompt is built the new way for this session, and as before for the other one
+    dry_one = json.loads((await one.say("/dryrun hi"))[0]["message"])
+    dry_other = json.loads((await other.say("/dryrun hi"))[0]["message"])
+    assert (dry_one["mode"], dry_other["mode"]) == ("native", "compat_plus")
+    assert dry_one["tools"] and not dry_other["tools"]
     info = await offline_engine.session_info(ONE)
     assert (info.prompt_mode, info.tools, info.memory, info.memory_budget) == (
         "native", True, False, 300,
