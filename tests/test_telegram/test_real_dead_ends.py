@@ -11,7 +11,7 @@ import pytest
 from engine.turns.api import MAIN_BRANCH
 from tests.fakes.openai_server import FakeError, FakeReply
 from tests.fakes.telegram.methods import FakeMessage
-from tests.test_telegram.real_engine import RealHarness, button, real, telegram_key
+from tests.test_telegram.real_engine import RealHarness, button, real, set_variable, telegram_key
 
 __all__ = ["real"]
 pytestmark = pytest.mark.timeout(90)
@@ -125,3 +125,20 @@ async def test_in_a_group_a_reply_cut_mid_stream_gives_way_to_its_error(
     assert button(partial, "🔄") and counter(partial) == ""
     assert not any("Once" in t for t in real.texts(group["id"]))
     assert not _ellipsis_left(real, group["id"])
+
+
+async def test_a_tool_call_that_was_not_offered_fails_the_page_and_is_not_run(
+    real: RealHarness,
+) -> None:
+    tg, llm = real.tg, real.llm
+    ann = tg.new_user("Ann")
+    chat = tg.private_chat(ann)
+    llm.script(set_variable("mood", "sly"))  # tools are off by default: not offered
+    await tg.send_text(chat, ann, "Hi")
+    failed = await real.wait_text(chat["id"], lambda t: t.startswith("⚠️"))
+    assert failed.text == "⚠️ The turn failed: the model returned no text"
+    assert "tools" not in llm.chat_requests[-1].body
+    assert "mood" not in await real.variables(chat)
+    await tg.press(chat, ann, failed.message_id, button(failed, "🔄"))
+    await tg.wait_until(lambda: counter(failed) == "1/1")
+    assert failed.text == "Reply 1: Hi" and "mood" not in await real.variables(chat)
