@@ -18,6 +18,7 @@ from adapters.discord.runner import DiscordRunner
 from adapters.llm import ChatModelPool
 from adapters.storage import SqlStorage, open_storage
 from bot.scheduler import build_memory_service
+from engine.memory.agent_context import AGENT_SYSTEM_PROMPT
 from engine.turns.api import SessionKey
 from engine.turns.options import SessionDefaults
 from engine.turns.profiles import LLMProfile, NoSecretCipher
@@ -143,9 +144,24 @@ def prompt_text(request: RecordedRequest) -> str:
     )
 
 
+def _is_memory_agent(request: RecordedRequest) -> bool:
+    first = request.messages[0] if request.messages else {}
+    return str(first.get("content", "")).startswith(AGENT_SYSTEM_PROMPT[:40])
+
+
 def narrator_requests(model: FakeOpenAIServer) -> list[RecordedRequest]:
-    """The chat requests that carry the story (the narrator's, not tool follow-ups only)."""
-    return [r for r in model.chat_requests if any(m.get("role") == "user" for m in r.messages)]
+    """The chat requests that carry the story (the narrator's, not tool follow-ups only, and
+    not the memory agent's, which runs after a turn in sessions with memory on)."""
+    return [
+        r
+        for r in model.chat_requests
+        if any(m.get("role") == "user" for m in r.messages) and not _is_memory_agent(r)
+    ]
+
+
+def agent_requests(model: FakeOpenAIServer) -> list[RecordedRequest]:
+    """The memory agent's requests."""
+    return [r for r in model.chat_requests if _is_memory_agent(r)]
 
 
 def webhook_replies(fake: FakeDiscord, channel_id: int) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from tests.test_discord.real_engine import (
     Engine,
     RealStarter,
     key_of,
+    narrator_requests,
     reply_text,
     start_playing,
     webhook_replies,
@@ -74,7 +75,7 @@ async def retry_turns_the_notice_into_the_reply(
     assert retried.text == "Sorry, I was lost in thought. Hello!"
     assert retried.page >= 1 and retried.pages >= 1
     # The model saw the kept input on the retry.
-    assert model.chat_requests[-1].last_user_text.endswith("Hello?")
+    assert narrator_requests(model)[-1].last_user_text.endswith("Hello?")
 
 
 async def test_a_model_error_is_retried_with_a_reaction_on_the_notice(

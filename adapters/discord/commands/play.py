@@ -41,6 +41,7 @@ PositionChoice = Literal["in_chat", "in_prompt", "before_prompt"]
 RoleChoice = Literal["system", "user", "assistant"]
 THREAD_NAME_LIMIT = 100
 EXISTING_THREAD = 160004
+MEMORY_BLOCK = "memory"  # the identifier of the long-term memory block in a dry run's messages
 
 
 def build_tavern(runner: DiscordRunner) -> app_commands.Group:
@@ -283,10 +284,15 @@ def build_tools(runner: DiscordRunner) -> list[app_commands.Command]:  # type: i
             await require_binding(runner, place)
             await interaction.response.defer(ephemeral=True, thinking=True)
             found = await service.dry_run(place.key, place.branch, text)
-            count = len(found.get("messages", []))
+            messages = found.get("messages", [])
+            # Say what a reader of the file looks for first: the memory block and the tools.
+            memory = any(m.get("identifier") == MEMORY_BLOCK for m in messages)
+            notes = [f"memory block: {'yes' if memory else 'none'}"]
+            if "tools" in found:
+                notes.append(f"tools offered: {', '.join(map(str, found['tools'])) or 'none'}")
             await answer(
                 interaction,
-                f"Assembled prompt: {count} messages.",
+                f"Assembled prompt: {len(messages)} messages ({'; '.join(notes)}).",
                 file=as_file("dryrun.json", found),
             )
 
