@@ -151,3 +151,22 @@ async def test_a_reaction_on_an_earlier_failed_floor_is_ignored(
     assert len(model.chat_requests) == asked, "only the latest floor is retried"
     views = await engine.svc.history(key_of(world), "main")
     assert [(v.floor, v.failed) for v in views] == [(1, True), (2, False)]
+
+
+async def test_a_retry_that_fails_again_keeps_the_notice_and_can_be_retried(
+    fake: FakeDiscord,
+    world: World,
+    start_real: RealStarter,
+    engine: Engine,
+    model: FakeOpenAIServer,
+) -> None:
+    await start_playing(fake, world, start_real)
+    _, notice = await fail_a_turn(fake, world, model, FakeError(status=500))
+    model.script(FakeError(status=503, message="still down"))
+    asked = len(model.chat_requests)
+    await fake.react(notice, world.alice, "🔄")
+    await fake.wait_for(lambda: len(model.chat_requests) > asked, what="the first retry")
+    await fake.wait_idle(quiet=0.15)
+    assert [m["id"] for m in notices(fake, world)] == [notice["id"]], "the same notice"
+    assert ellipses(fake, world) == []
+    await retry_turns_the_notice_into_the_reply(fake, world, engine, model, notice, notice)

@@ -4,6 +4,8 @@ every option. Against the in-memory service, which parses options by the engine'
 
 from __future__ import annotations
 
+from adapters.discord.commands.settings import CHOICE_NAME_LIMIT
+from engine.turns.options import PROMPT_MODES, OptionSpec
 from tests.fakes.discord import FakeDiscord
 from tests.test_discord.conftest import PacedService, Starter, World, bind
 from tests.test_discord.real_engine import key_of
@@ -136,3 +138,17 @@ async def test_the_reply_policy_switches_through_session_set(
     await fake.wait_for(lambda: service.respond_calls(), what="respond on mention")
     info = await fake.slash(world.rp, world.carol, "session info")
     assert "policy `mention` ·" in info.text, info.text
+
+
+async def test_an_option_choice_is_cut_to_discords_limit(
+    fake: FakeDiscord, world: World, start_bot: Starter, service: PacedService
+) -> None:
+    long = OptionSpec(name="mode", values=PROMPT_MODES, help="a very long help " * 20)
+    service.session_option_specs = lambda: (long,)  # type: ignore[method-assign]
+    await start_bot()
+    await bind(world)
+    names = await fake.autocomplete(
+        world.rp, world.gm, "session set", focused="option", option="", value=""
+    )
+    assert len(names) == 1 and len(names[0]) == CHOICE_NAME_LIMIT
+    assert names[0].startswith("mode: a very long help")
