@@ -11,7 +11,10 @@ Build a :class:`DiscordRunner` with a :class:`~engine.turns.api.RoleplayService`
 - Replies go through one webhook per channel with the character's name and avatar (the bot with
   the name in bold without Manage Webhooks), stream by edits within one shared budget, and split
   at 2000 characters without breaking markdown.
-- 🔄 ◀️ ▶️ on the latest reply regenerate and swipe; slash commands answer ephemerally.
+- 🔄 ◀️ ▶️ on the latest reply regenerate and swipe; a failed turn's notice stands where the
+  reply would have been, and 🔄 on it (or on the input) retries that floor.
+- Slash commands answer ephemerally; ``/session set option value`` changes one session's
+  options (the names of :mod:`engine.turns.options`, game masters only).
 - Intents: guilds, guild and DM messages, message content (privileged), guild and DM
   reactions; guild members is optional (``members_intent``). See :func:`client.build_intents`.
 """
