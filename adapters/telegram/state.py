@@ -30,7 +30,8 @@ log = logging.getLogger("tavernbot.telegram.state")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Shown:
-    """The messages that show a branch's latest reply, and which floor and page they show."""
+    """The messages that show a branch's latest reply, and which floor and page they show
+    (page 0: the floor failed, and the messages show its error)."""
 
     message_ids: tuple[int, ...]
     floor: int
