@@ -2,7 +2,9 @@
 
 It reads input line by line (so it can be scripted through a pipe) and talks to the engine only
 through :class:`engine.turns.api.RoleplayService`. With ``jsonl=True`` every output is one JSON
-object per line (``reply``, ``vars``, ``memories``, ``error``, ``info``) for scripts and tests.
+object per line (``reply``, ``vars``, ``memories``, ``error``, ``info``) for scripts and tests;
+the ``error`` of a failed turn carries ``"retry": "/regen"``, and ``/info`` and ``/set`` carry
+the session options (``options``, ``items``) under the names ``/set`` takes.
 """
 
 from __future__ import annotations
