@@ -8,7 +8,8 @@ Where things are kept (no new tables):
   holding ``{"name", "description"}``: every session of the realm sees it, no other realm does.
 - The current branch, the closed flag, the reply policy, the Author's Note and whether the
   model's tools may write global variables are keys of the session's settings JSON
-  (``current_branch``, ``closed``, ``reply_policy``, ``author_note``, ``tools_global_writes``).
+  (``current_branch``, ``closed``, ``reply_policy``, ``author_note``, ``tools_global_writes``);
+  so are the options of :mod:`engine.turns.options` (``tools``, ``memory``, ``memory_budget``).
 
 Personas and the closed flag are cached per process (read once, updated by the calls here),
 so a turn costs no extra round trip; another process changing them is seen after a restart.
