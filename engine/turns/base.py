@@ -8,9 +8,9 @@ import logging
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Final
 
+from engine.clock import SystemClock
 from engine.errors import EngineError
 from engine.memory.lineage import Viewpoint
 from engine.memory.service import MemoryService
@@ -69,14 +69,6 @@ def _enabled_slots(settings: SessionSettings) -> tuple[Slot, ...]:
     if isinstance(slots, list | tuple):
         return tuple(s for s in SLOTS if s in slots)
     return tuple(s for s in SLOTS if s in DEFAULT_ENABLED_SLOTS)
-
-
-class SystemClock:
-    """The wall clock (UTC)."""
-
-    def now(self) -> datetime:
-        """The current instant."""
-        return datetime.now(UTC)
 
 
 class _Null:
