@@ -35,6 +35,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from adapters.storage import SqlStorage
 from adapters.storage.memory_repo import SqlMemoryRepository
+from engine.clock import SystemClock
 from engine.errors import EngineError, NotFoundError
 from engine.memory.jobs import (
     MAINTENANCE_INTERVAL,
@@ -84,14 +85,6 @@ def default_policies() -> dict[JobType, JobPolicy]:
         JobType.DECAY: periodic,
         JobType.EXPIRY: periodic,
     }
-
-
-class SystemClock:
-    """The wall clock, in UTC."""
-
-    def now(self) -> datetime:
-        """The current instant."""
-        return datetime.now(UTC)
 
 
 async def _unknown_floors(_: JobScope) -> tuple[int | None, tuple[int, ...]]:
