@@ -2,6 +2,11 @@
 
 Only engine values leave this module: requests go out as plain dicts, answers come back as
 :class:`~engine.ports.ChatResult`; no ``openai`` object crosses into the engine.
+
+Answers are read through the ``openai`` package's own models (:class:`ChatCompletion`,
+:class:`ChatCompletionChunk`). The client builds them without validation, so a field that a
+lenient server leaves out reads as ``None`` even where the model declares it required: every
+field is read as possibly missing.
 """
 
 from __future__ import annotations
@@ -9,6 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from openai.types import CompletionUsage
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChatCompletionMessageFunctionToolCall,
+)
+from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 from engine.ports import ChatMessage, ChatRequest, ChatResult, ToolCall, Usage
 from engine.redaction import redact_text
@@ -72,33 +85,34 @@ def request_to_wire(request: ChatRequest, *, default_model: str) -> dict[str, An
     return kwargs
 
 
-def usage_from_wire(usage: Any) -> Usage:
-    """Token usage from an ``openai`` usage object (zeros when it is missing)."""
+def usage_from_wire(usage: CompletionUsage | None) -> Usage:
+    """Token usage from an ``openai`` usage object (zeros when it or a count is missing)."""
     if usage is None:
         return Usage()
     return Usage(
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        prompt_tokens=usage.prompt_tokens or 0,
+        completion_tokens=usage.completion_tokens or 0,
     )
 
 
-def result_from_completion(completion: Any) -> ChatResult:
+def result_from_completion(completion: ChatCompletion) -> ChatResult:
     """A finished, non-streamed ``ChatCompletion`` as an engine result."""
-    choices = getattr(completion, "choices", None) or []
-    if not choices:
-        return ChatResult(text="", finish_reason="empty", usage=usage_from_wire(completion.usage))
-    choice = choices[0]
-    message = choice.message
+    usage = usage_from_wire(completion.usage)
+    choices = completion.choices or []
+    message = choices[0].message if choices else None
+    if message is None:
+        return ChatResult(text="", finish_reason="empty", usage=usage)
     calls = tuple(
         ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
-        for call in (getattr(message, "tool_calls", None) or [])
-        if getattr(call, "function", None) is not None
+        for call in message.tool_calls or []
+        # Custom (free-text) tools are never offered, so only function calls are read.
+        if isinstance(call, ChatCompletionMessageFunctionToolCall) and call.function is not None
     )
     return ChatResult(
         text=message.content or "",
         tool_calls=calls,
-        finish_reason=choice.finish_reason or ("tool_calls" if calls else "stop"),
-        usage=usage_from_wire(completion.usage),
+        finish_reason=choices[0].finish_reason or ("tool_calls" if calls else "stop"),
+        usage=usage,
     )
 
 
@@ -123,20 +137,19 @@ class StreamAssembler:
     _finish: str | None = None
     _usage: Usage = field(default_factory=Usage)
 
-    def add(self, chunk: Any) -> str:
-        """Take one ``ChatCompletionChunk``; returns its new visible text ("" if none)."""
-        usage = getattr(chunk, "usage", None)
-        if usage is not None:
-            self._usage = usage_from_wire(usage)
+    def add(self, chunk: ChatCompletionChunk) -> str:
+        """Take one streamed chunk; returns its new visible text ("" if none)."""
+        if chunk.usage is not None:
+            self._usage = usage_from_wire(chunk.usage)
         new_text = ""
-        for choice in getattr(chunk, "choices", None) or []:
-            if getattr(choice, "index", 0) not in (0, None):
+        for choice in chunk.choices or []:
+            if choice.index not in (0, None):
                 continue  # only the first choice is used; n > 1 is never requested
             delta = choice.delta
             if delta is not None:
                 if delta.content:
                     new_text += delta.content
-                for call in getattr(delta, "tool_calls", None) or []:
+                for call in delta.tool_calls or []:
                     self._add_call(call)
             if choice.finish_reason:
                 self._finish = choice.finish_reason
@@ -144,12 +157,12 @@ class StreamAssembler:
             self._text.append(new_text)
         return new_text
 
-    def _add_call(self, call: Any) -> None:
+    def _add_call(self, call: ChoiceDeltaToolCall) -> None:
         index = call.index if call.index is not None else len(self._calls)
         partial = self._calls.setdefault(index, _PartialCall())
         if call.id:
             partial.id = call.id
-        function = getattr(call, "function", None)
+        function = call.function
         if function is not None:
             if function.name:
                 partial.name = function.name

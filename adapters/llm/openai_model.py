@@ -40,6 +40,8 @@ NO_API_KEY = "no-key"
 
 Sleep = Callable[[float], Awaitable[None]]
 _T = TypeVar("_T")
+_ChunkStream = openai.AsyncStream[ChatCompletionChunk]
+"""A streamed reply as the client parses it: one typed chunk per server-sent event."""
 
 
 class _Retryable(Exception):
@@ -100,7 +102,7 @@ class OpenAIChatModel:
 
         async def attempt() -> ChatResult:
             async with asyncio.timeout(timeout):
-                completion = await self._post(kwargs, stream=False, limit_s=timeout)
+                completion = await self._complete(kwargs, limit_s=timeout)
             return result_from_completion(completion)
 
         return await self._with_retries(attempt, timeout)
@@ -124,36 +126,32 @@ class OpenAIChatModel:
     def _timeout(self, request: ChatRequest) -> float:
         return min(request.timeout_s, self.timeout_s) if request.timeout_s > 0 else self.timeout_s
 
-    async def _open_stream(self, request: ChatRequest) -> Any:
+    async def _open_stream(self, request: ChatRequest) -> _ChunkStream:
         kwargs = request_to_wire(request, default_model=self.model)
         if self._stream_usage:
             kwargs["stream_options"] = {"include_usage": True}
         timeout = self._timeout(request)
 
-        async def attempt() -> Any:
+        async def attempt() -> _ChunkStream:
             async with asyncio.timeout(timeout):
-                return await self._post(kwargs, stream=True, limit_s=timeout)
+                return await self._client.post(
+                    "/chat/completions",
+                    body=_body(kwargs, stream=True),
+                    cast_to=ChatCompletion,
+                    options={"timeout": timeout},
+                    stream=True,
+                    stream_cls=_ChunkStream,
+                )
 
         return await self._with_retries(attempt, timeout)
 
-    async def _post(self, kwargs: dict[str, Any], *, stream: bool, limit_s: float) -> Any:
-        """``POST /chat/completions`` with a body already in wire form.
-
-        ``chat.completions.create`` would first walk every message through the client's
-        parameter transformer (typed-dict aliases and file inputs, which plain JSON requests
-        never hold): about 2 ms of CPU a turn with a long prompt. The client's documented
-        ``post`` sends the same JSON through the same HTTP stack, errors and stream parser.
-        """
-        body = {k: v for k, v in kwargs.items() if k != "extra_body"}
-        body.update(kwargs.get("extra_body", {}))
-        body["stream"] = stream
+    async def _complete(self, kwargs: dict[str, Any], *, limit_s: float) -> ChatCompletion:
+        """``POST /chat/completions`` (not streamed) with a body already in wire form."""
         return await self._client.post(
             "/chat/completions",
-            body=body,
+            body=_body(kwargs, stream=False),
             cast_to=ChatCompletion,
             options={"timeout": limit_s},
-            stream=stream,
-            stream_cls=openai.AsyncStream[ChatCompletionChunk],
         )
 
     async def _with_retries(self, attempt: Callable[[], Awaitable[_T]], limit_s: float) -> _T:
@@ -218,6 +216,20 @@ class OpenAIChatModel:
         return GenerationError(f"{error} (while streaming)", retryable=error.retryable)
 
 
+def _body(kwargs: dict[str, Any], *, stream: bool) -> dict[str, Any]:
+    """The JSON body of ``POST /chat/completions`` for ``chat.completions.create`` arguments.
+
+    ``chat.completions.create`` would first walk every message through the client's parameter
+    transformer (typed-dict aliases and file inputs, which plain JSON requests never hold):
+    about 2 ms of CPU a turn with a long prompt. The client's documented ``post`` sends the
+    same JSON through the same HTTP stack, errors and stream parser.
+    """
+    body = {k: v for k, v in kwargs.items() if k != "extra_body"}
+    body.update(kwargs.get("extra_body", {}))
+    body["stream"] = stream
+    return body
+
+
 def _secrets_of(base_url: str, api_key: str | None) -> dict[str, str]:
     """Every secret an error text might quote, with what it is replaced by: the API key and
     the whole base URL (shown redacted), so a server or library echoing either hides it."""
@@ -250,7 +262,7 @@ class OpenAIChatStream(ReplyStream):
         super().__init__()
         self._model = model
         self._request = request
-        self._raw: Any = None
+        self._raw: _ChunkStream | None = None
 
     async def aclose(self) -> None:
         """Abort the request and release the connection (safe to call more than once)."""
