@@ -9,7 +9,6 @@ A malformed file stops with an error naming the file, the field and the problem 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from collections.abc import Mapping
@@ -28,12 +27,13 @@ from engine.formats.regex_scripts import (
 )
 from engine.formats.worldbook import character_book_to_worldbook, parse_worldbook
 from engine.prompt.assemble import AssemblyResult, assemble
-from engine.prompt.budget import EstimateCounter, TokenCounter
+from engine.prompt.budget import TokenCounter
 from engine.prompt.inputs import AssemblyInput, CharacterFields, HistoryLine, ListHistory
 from engine.prompt.ir import MODES
 from engine.prompt.macro_port import EngineMacros, macro_context
 from engine.prompt.regex_budget import RegexBudget
 from engine.prompt.regex_port import ScriptRegex
+from engine.prompt.tokens import counter_for_model
 from engine.prompt.wi_sources import BookSource
 
 # A dry run reads whole files into memory; refuse anything absurdly large.
@@ -123,13 +123,8 @@ def _scripts(
 
 
 def _token_counter(preset: Preset) -> TokenCounter:
-    try:
-        module = importlib.import_module("engine.prompt.tokens")
-    except ImportError:
-        return EstimateCounter()
-    factory = getattr(module, "counter_for_model", None)
-    model = str(preset.raw.get("openai_model") or "gpt-4o")
-    return factory(model) if callable(factory) else EstimateCounter()
+    """Exact counts for the preset's model (an OpenAI family), the estimate otherwise."""
+    return counter_for_model(str(preset.raw.get("openai_model") or "gpt-4o"))
 
 
 def build_result(args: argparse.Namespace) -> tuple[AssemblyResult, EngineMacros, list[str]]:
