@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from engine.memory.injection import MEMORY_BUDGET_TOKENS
 from engine.prompt.inputs import AuthorNote
+from engine.variables.values import Scope as Scope  # re-exported: front ends name scopes
 
 if TYPE_CHECKING:
     from engine.turns.options import OptionSpec
 
-Scope = Literal["page", "floor", "branch", "chat", "global"]
 AssetKind = Literal["card", "preset", "worldbook", "regex", "chat"]
 MacroMode = Literal["read_only", "full", "off"]
 ReplyPolicy = Literal["every_message", "mention", "quiet_period"]

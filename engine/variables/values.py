@@ -11,15 +11,16 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 from engine.errors import EngineError
 
 Scope = Literal["page", "floor", "branch", "chat", "global"]
+"""Where a variable lives, narrowest first: the one definition of the five scopes."""
 MutationOp = Literal["set", "delete"]
 LogSource = Literal["page", "explicit"]
 
-SCOPES: Final[tuple[Scope, ...]] = ("page", "floor", "branch", "chat", "global")
+SCOPES: Final[tuple[Scope, ...]] = get_args(Scope)
 """Read order, narrowest first."""
 LOCAL_SCOPES: Final[tuple[Scope, ...]] = ("page", "floor", "branch", "chat")
 """What the SillyTavern local view reads; the global view reads only ``global``."""

@@ -60,3 +60,15 @@ async def test_fake_refuses_commands_that_were_never_synced(
         await fake.slash(world.rp, world.alice, "teleport")
     with pytest.raises(CommandNotSynced, match="no sub-command"):
         await fake.slash(world.rp, world.alice, "vars teleport")
+
+
+async def test_vars_scope_option_offers_the_engines_five_scopes(
+    fake: FakeDiscord, world: World, start_bot: Starter
+) -> None:
+    from engine.variables.values import SCOPES
+
+    await start_bot()
+    vars_group = next(c for c in fake.commands[None] if c["name"] == "vars")
+    for sub in vars_group["options"]:
+        scope = next(o for o in sub.get("options", []) if o["name"] == "scope")
+        assert [c["value"] for c in scope["choices"]] == list(SCOPES), sub["name"]
