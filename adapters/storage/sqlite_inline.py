@@ -4,7 +4,9 @@ aiosqlite runs every call (open a cursor, execute, fetch, close) on a thread of 
 wakes the event loop when it is done: four hand-offs per statement, which on a busy machine
 cost more than the statement itself (a turn's statements on a local WAL database take
 microseconds each). Here SQLAlchemy's aiosqlite dialect keeps all it does, but the driver
-connection underneath calls :mod:`sqlite3` directly.
+connection underneath calls :mod:`sqlite3` directly. SQLAlchemy has no public hook for a
+driver connection of our own, so this subclasses its private aiosqlite adapter classes; the
+versions that is known to work with are :data:`TESTED_SQLALCHEMY`.
 
 Nothing waits on the event loop's thread for another writer: the connection's own busy
 timeout is 0, and a statement that finds the database locked is retried after
@@ -27,6 +29,12 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
     AsyncAdapt_aiosqlite_connection,
     AsyncAdapt_aiosqlite_dbapi,
 )
+
+TESTED_SQLALCHEMY: Final = ((2, 1, 9), (2, 2))
+"""The SQLAlchemy versions this shim is checked against, lowest included, highest excluded
+(``pyproject.toml`` pins the same range). The adapter classes subclassed below are private to
+SQLAlchemy: tests/test_storage/test_sqlalchemy_canary.py fails on any other version and checks
+that the private names used here still exist."""
 
 BUSY_RETRY_FIRST: Final = 0.001
 """Seconds before the first retry of a statement that found the database locked."""
