@@ -30,7 +30,7 @@ from bot.config import Settings
 from bot.events import EventBus
 from bot.scheduler import build_memory_service, session_memory_on, start_memory_jobs
 from engine.ports import ChatModel
-from engine.turns.api import SessionKey
+from engine.turns.api import AssetKind, SessionKey
 from engine.turns.profiles import ENVIRONMENT_KEY_VARIABLE, LLMProfile, environment_profile
 from engine.turns.service import TavernService
 
@@ -176,7 +176,7 @@ async def open_console(
     user: str,
     jsonl: bool,
     out: TextIO,
-    files: dict[str, list[tuple[str, bytes]]] | None = None,
+    files: dict[AssetKind, list[tuple[str, bytes]]] | None = None,
     options: dict[str, str] | None = None,
 ) -> ConsoleFrontend:
     """Open (or create) console session ``session`` (a new one takes ``[session]``), import
@@ -186,7 +186,7 @@ async def open_console(
     await service.open_session(key)
     for kind, items in (files or {}).items():
         for filename, data in items:
-            await service.import_asset(key, kind, filename, data)  # type: ignore[arg-type]
+            await service.import_asset(key, kind, filename, data)
     for name, value in (options or {}).items():
         await service.set_session_option(key, name, value)
     frontend = ConsoleFrontend(service=service, key=key, user=user, out=out, jsonl=jsonl)
@@ -282,6 +282,14 @@ class SignalOwner:
         self._restore()
 
 
+def _reraise(task: asyncio.Task[Any]) -> None:
+    """Raise what a finished ``task`` raised (nothing when it is running, cancelled or ok)."""
+    if task.done() and not task.cancelled():
+        error = task.exception()
+        if error is not None:
+            raise error
+
+
 async def _until(stop: asyncio.Event, *tasks: asyncio.Task[Any]) -> None:
     waiter = asyncio.ensure_future(stop.wait())
     try:
@@ -327,8 +335,7 @@ async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | N
             )
             task = app.spawn(frontend.run((lines or stdin_lines)()), name="console")
             await _until(signals.stop, task)
-            if task.done() and not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+            _reraise(task)
         return 0
 
 
@@ -338,7 +345,7 @@ async def chat(
     session: str,
     user: str,
     jsonl: bool,
-    files: dict[str, list[tuple[str, bytes]]],
+    files: dict[AssetKind, list[tuple[str, bytes]]],
     options: dict[str, str] | None = None,
     lines: Callable[[], AsyncIterator[str]] | None = None,
     out: TextIO | None = None,
@@ -362,6 +369,6 @@ async def chat(
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-            elif not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+            else:
+                _reraise(task)
     return 0

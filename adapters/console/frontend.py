@@ -17,9 +17,9 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, TextIO, get_args
+from typing import Any, Final, TextIO, TypeVar, get_args
 
-from engine.errors import ConfigurationError, GenerationError
+from engine.errors import ConfigurationError, FormatError, GenerationError
 from engine.incidents import shown_error
 from engine.turns.api import (
     MAIN_BRANCH,
@@ -36,7 +36,9 @@ from engine.turns.notes import describe_note, note_to_json, parse_note_command, 
 from engine.turns.options import MAX_MEMORY_BUDGET, OptionSpec, option_lines, option_spec
 
 _log = logging.getLogger(__name__)
-SCOPES: tuple[str, ...] = get_args(Scope)
+_Name = TypeVar("_Name", bound=str)
+SCOPES: tuple[Scope, ...] = get_args(Scope)
+IMPORT_KIND_NAMES: tuple[AssetKind, ...] = get_args(AssetKind)
 HELP = (
     "commands: /info, /set [OPTION VALUE] (mode, tools, memory, budget, macros, global_writes; "
     "/set alone lists them), /regen, /swipe < | >, /fork N, /branches, /switch NAME, "
@@ -377,22 +379,26 @@ class ConsoleFrontend:
         self._emit("info", message=f"now on branch {self.branch}")
 
     async def _vars(self, args: list[str]) -> None:
-        scope = args[0] if args else None
-        if scope is not None and scope not in SCOPES:
-            self._emit("error", message=f"unknown scope {scope!r}; use one of {', '.join(SCOPES)}")
+        scope = _named(SCOPES, args[0]) if args else None
+        if args and scope is None:
+            self._emit(
+                "error", message=f"unknown scope {args[0]!r}; use one of {', '.join(SCOPES)}"
+            )
             return
-        values = await self.service.variables(self.key, self.branch, scope)  # type: ignore[arg-type]
+        values = await self.service.variables(self.key, self.branch, scope)
         self._emit("vars", scope=scope or "effective", vars=values)
 
     async def _setvar(self, args: list[str]) -> None:
         if len(args) not in (2, 3):
             self._emit("error", message="usage: /setvar NAME VALUE [SCOPE]")
             return
-        scope = args[2] if len(args) == 3 else "chat"
-        if scope not in SCOPES:
-            self._emit("error", message=f"unknown scope {scope!r}; use one of {', '.join(SCOPES)}")
+        scope = _named(SCOPES, args[2]) if len(args) == 3 else "chat"
+        if scope is None:
+            self._emit(
+                "error", message=f"unknown scope {args[2]!r}; use one of {', '.join(SCOPES)}"
+            )
             return
-        await self.service.set_variable(self.key, self.branch, args[0], args[1], scope)  # type: ignore[arg-type]
+        await self.service.set_variable(self.key, self.branch, args[0], args[1], scope)
         self._emit("info", message=f"set {scope} variable {args[0]} = {args[1]}")
 
     async def _import(self, args: list[str]) -> None:
@@ -405,8 +411,11 @@ class ConsoleFrontend:
         except OSError as exc:
             self._emit("error", message=f"cannot read {path}: {exc.strerror}")
             return
-        kind = args[1] if len(args) == 2 else guess_kind(path, data)
-        summary = await self.service.import_asset(self.key, kind, path.name, data)  # type: ignore[arg-type]
+        kind = _named(IMPORT_KIND_NAMES, args[1]) if len(args) == 2 else guess_kind(path, data)
+        if kind is None:
+            # The same line the turn service gives for a kind it does not know.
+            raise FormatError(f"unknown import kind {args[1]!r}", source=path.name)
+        summary = await self.service.import_asset(self.key, kind, path.name, data)
         self._emit("info", message=f"imported {summary.kind} {summary.name!r}")
 
     async def run(self, lines: AsyncIterator[str | bytes]) -> None:
@@ -416,6 +425,11 @@ class ConsoleFrontend:
         async for line in lines:
             if not await self.handle_line(line):
                 break
+
+
+def _named(names: tuple[_Name, ...], text: str) -> _Name | None:
+    """The member of ``names`` spelled ``text`` (typed as the names are), None if none is."""
+    return next((name for name in names if name == text), None)
 
 
 def guess_kind(path: Path, data: bytes) -> AssetKind:

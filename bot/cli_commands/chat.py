@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import FormatError
+from engine.turns.api import AssetKind
 from engine.turns.options import PROMPT_MODES, SWITCH_VALUES
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -53,7 +54,7 @@ def _chat(args: argparse.Namespace) -> int:
     from bot.cli import settings_from
 
     settings = settings_from(args)
-    files: dict[str, list[tuple[str, bytes]]] = {}
+    files: dict[AssetKind, list[tuple[str, bytes]]] = {}
     if args.character:
         files["card"] = [(args.character.name, _read(args.character))]
     if args.preset:

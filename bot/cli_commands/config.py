@@ -29,10 +29,11 @@ def _check(args: argparse.Namespace) -> int:
         if token is not None
     ]
     print(f"database: {redact_url(settings.database.url)}")
+    base_url = settings.llm.base_url
     print(
         "model: offline provider"
-        if settings.uses_offline_model
-        else f"model: {settings.llm.model} at {redact_url(settings.llm.base_url)}"
+        if settings.uses_offline_model or base_url is None
+        else f"model: {settings.llm.model} at {redact_url(base_url)}"
     )
     print(f"platforms: {', '.join(platforms) or 'none (console)'}")
     return 0

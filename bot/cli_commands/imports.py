@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, get_args
 
 from engine.errors import FormatError
 from engine.formats.archive import Archive, looks_like_archive, parse_archive
@@ -35,13 +35,15 @@ from engine.formats.regex_scripts import load_regex_file
 from engine.formats.st_chat import parse_chat
 from engine.formats.worldbook import WORLDBOOK_OBJECT, parse_worldbook
 from engine.timeline.service import check_name
+from engine.timeline.values import AssetKind
+from engine.turns.api import AssetKind as ImportKind
 
 if TYPE_CHECKING:
     from adapters.storage import SqlStorage
     from bot.config import Settings
     from engine.turns.service import TavernService
 
-KINDS: Final = ("card", "preset", "worldbook", "regex", "chat")
+KINDS: Final[tuple[ImportKind, ...]] = get_args(ImportKind)
 CONSOLE: Final = "console"
 DEFAULT_REALM: Final = "local"
 MAX_FILE_BYTES: Final = 512 * 1024 * 1024
@@ -54,7 +56,7 @@ class Prepared:
     """A validated file, ready to store: the realm asset (``name``, ``data``), the upload the
     turn service takes (``upload``), or the archive of a chat."""
 
-    kind: str
+    kind: ImportKind
     name: str
     data: dict[str, Any]
     upload: bytes = b""
@@ -94,29 +96,29 @@ def prepare(kind: str, path: Path, data: bytes, *, now: datetime) -> Prepared:
         # The turn service reads cards from JSON too, so the picture travels in the object.
         upload = json.dumps(stored, ensure_ascii=False).encode("utf-8")
         return Prepared(
-            kind=kind, name=card.name, data=stored, upload=upload, upload_name=f"{stem}.json"
+            kind="card", name=card.name, data=stored, upload=upload, upload_name=f"{stem}.json"
         )
     if kind == "preset":
         obj = load_object(data, source=source, what=PRESET_OBJECT)
         parse_preset(obj, source=source)
-        return _asset(kind, stem, obj, path, data)
+        return _asset("preset", stem, obj, path, data)
     if kind == "worldbook":
         obj = load_object(data, source=source, what=WORLDBOOK_OBJECT)
         parse_worldbook(obj, source=source, name=stem)
-        return _asset(kind, stem, obj, path, data)
+        return _asset("worldbook", stem, obj, path, data)
     if kind == "regex":
         items, _ = load_regex_file(data, source=source)
-        return _asset(kind, stem, {"scripts": items}, path, data)
+        return _asset("regex", stem, {"scripts": items}, path, data)
     if kind == "chat":
         if looks_like_archive(data):
             archive = parse_archive(data, source=source)
         else:
             archive = archive_from_st_chat(parse_chat(data, source=source), now=now, source=source)
-        return Prepared(kind=kind, name=stem, data={}, archive=archive)
+        return Prepared(kind="chat", name=stem, data={}, archive=archive)
     raise FormatError(f"unknown kind {kind!r}", source=source)
 
 
-def _asset(kind: str, name: str, obj: dict[str, Any], path: Path, data: bytes) -> Prepared:
+def _asset(kind: AssetKind, name: str, obj: dict[str, Any], path: Path, data: bytes) -> Prepared:
     return Prepared(kind=kind, name=name, data=obj, upload=data, upload_name=path.name)
 
 
@@ -166,8 +168,8 @@ async def _store(
     from engine.turns.api import SessionKey
 
     async with open_service(settings) as (storage, service):
-        if prepared.archive is not None:
-            assert session is not None
+        if prepared.kind == "chat":
+            assert prepared.archive is not None and session is not None
             result = await SqlArchiveRepository(storage).import_session(
                 prepared.archive, platform=CONSOLE, realm_key=realm, key=session
             )
@@ -186,7 +188,7 @@ async def _store(
             await service.open_session(key)
             summary = await service.import_asset(
                 key,
-                prepared.kind,  # type: ignore[arg-type]
+                prepared.kind,
                 prepared.upload_name,
                 prepared.upload,
             )
@@ -194,7 +196,7 @@ async def _store(
         realm_id = await realm_id_of(storage, realm, create=True)
         await AssetService(storage).put(
             realm_id,
-            prepared.kind,  # type: ignore[arg-type]
+            prepared.kind,
             prepared.name,
             prepared.data,
         )
