@@ -22,8 +22,7 @@ import yarl
 
 from adapters.discord.budget import EditBudget
 from adapters.discord.client import TavernClient
-from adapters.discord.commands import register_commands
-from adapters.discord.commands.context import Catalogue
+from adapters.discord.commands import CommandDeps, register
 from adapters.discord.convert import session_key
 from adapters.discord.events import Events
 from adapters.discord.options import DiscordOptions
@@ -99,8 +98,16 @@ class DiscordRunner:
         self.reactions = Reactions(
             client=self.client, service=service, sessions=self.sessions, turns=self.turns
         )
-        self.catalogue = Catalogue(self)
-        register_commands(self)
+        register(
+            self.client.tree,
+            CommandDeps(
+                service=service,
+                sessions=self.sessions,
+                personas=self.personas,
+                turns=self.turns,
+                game_master_role=options.game_master_role,
+            ),
+        )
         self._restore: Callable[[], None] | None = None
         self._connection: asyncio.Task[None] | None = None
 

@@ -1,10 +1,16 @@
-"""The slash commands and the message command, all answered ephemerally."""
+"""The slash commands and the message command, all answered ephemerally.
+
+The runner sees them through :func:`register` alone, and they see the runner only through the
+:class:`CommandDeps` it hands over: no module here imports the runner.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import discord
+from discord import app_commands
 
 from adapters.discord.commands.assets import build_assets, build_memory
+from adapters.discord.commands.context import CommandDeps
 from adapters.discord.commands.play import (
     build_branch_here,
     build_persona,
@@ -14,22 +20,20 @@ from adapters.discord.commands.play import (
 )
 from adapters.discord.commands.vars import build_vars
 
-if TYPE_CHECKING:
-    from adapters.discord.runner import DiscordRunner
+__all__ = ["CommandDeps", "register"]
 
 
-def register_commands(runner: DiscordRunner) -> None:
-    """Add every command to the runner's command tree."""
-    tree = runner.client.tree
+def register(tree: app_commands.CommandTree[discord.Client], deps: CommandDeps) -> None:
+    """Add every command to ``tree``, each answering through ``deps``."""
     for group in (
-        build_tavern(runner),
-        build_vars(runner),
-        *build_assets(runner),
-        build_persona(runner),
-        build_memory(runner),
-        build_session(runner),
+        build_tavern(deps),
+        build_vars(deps),
+        *build_assets(deps),
+        build_persona(deps),
+        build_memory(deps),
+        build_session(deps),
     ):
         tree.add_command(group)
-    for command in build_tools(runner):
+    for command in build_tools(deps):
         tree.add_command(command)
-    tree.add_command(build_branch_here(runner))
+    tree.add_command(build_branch_here(deps))

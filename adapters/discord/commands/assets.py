@@ -8,14 +8,14 @@ forgets the service's memories of this branch.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import discord
 from discord import app_commands
 
 from adapters.discord.commands.context import (
     MAX_ATTACHMENT_BYTES,
+    CommandDeps,
     CommandRefused,
+    Completer,
     answer,
     asset_completer,
     imported,
@@ -27,31 +27,31 @@ from adapters.discord.commands.guard import guard
 from adapters.discord.convert import library_key
 from engine.turns.api import AssetKind
 
-if TYPE_CHECKING:
-    from adapters.discord.runner import DiscordRunner
-
 MEMORY_LIST_LIMIT = 20
 
 
 async def _import(
-    runner: DiscordRunner, interaction: discord.Interaction, kind: AssetKind, file: Any
+    deps: CommandDeps,
+    interaction: discord.Interaction,
+    kind: AssetKind,
+    file: discord.Attachment,
 ) -> None:
     place = place_of_interaction(interaction)
-    require_game_master(runner, interaction)
+    require_game_master(deps, interaction)
     if file.size > MAX_ATTACHMENT_BYTES:
         raise CommandRefused(f"{file.filename} is larger than {MAX_ATTACHMENT_BYTES} bytes.")
     await interaction.response.defer(ephemeral=True, thinking=True)
     data = await file.read()
-    was_bound = await runner.sessions.binding(place.key) is not None
+    was_bound = await deps.sessions.binding(place.key) is not None
     # In a bound channel the file is imported through its session (and used there). Elsewhere
     # it goes through the realm's library session: importing must not start playing in this
     # channel, and the service imports only through a session (it binds the file to it).
     target = place.key if was_bound else library_key(place.key.realm)
     if not was_bound:
-        await runner.service.open_session(target)
-    summary = await runner.service.import_asset(target, kind, file.filename, data)
+        await deps.service.open_session(target)
+    summary = await deps.service.import_asset(target, kind, file.filename, data)
     if was_bound:
-        runner.sessions.forget(place.key)
+        deps.sessions.forget(place.key)
     details = ", ".join(f"{k}: {v}" for k, v in summary.details.items())
     await answer(
         interaction, f"Imported {kind} **{summary.name}**" + (f" ({details})" if details else "")
@@ -59,7 +59,7 @@ async def _import(
 
 
 async def _bind(
-    runner: DiscordRunner,
+    deps: CommandDeps,
     interaction: discord.Interaction,
     kind: AssetKind,
     name: str,
@@ -67,46 +67,46 @@ async def _bind(
     attach: bool,
 ) -> None:
     place = place_of_interaction(interaction)
-    require_game_master(runner, interaction)
-    await require_binding(runner, place)
+    require_game_master(deps, interaction)
+    await require_binding(deps, place)
     if attach:
-        await runner.service.bind_asset(place.key, kind, name)
+        await deps.service.bind_asset(place.key, kind, name)
     else:
-        await runner.service.unbind_asset(place.key, kind, name)
-    runner.sessions.forget(place.key)
+        await deps.service.unbind_asset(place.key, kind, name)
+    deps.sessions.forget(place.key)
     await answer(interaction, f"{'Using' if attach else 'Detached'} {kind} **{name}**.")
 
 
-def build_assets(runner: DiscordRunner) -> list[app_commands.Group]:
+def build_assets(deps: CommandDeps) -> list[app_commands.Group]:
     """The ``/character``, ``/preset``, ``/worldbook`` and ``/regex`` groups."""
-    service = runner.service
+    service = deps.service
 
-    def completer(kind: AssetKind):  # type: ignore[no-untyped-def]
-        return asset_completer(runner, kind)
+    def completer(kind: AssetKind) -> Completer:
+        return asset_completer(deps, kind)
 
     character = app_commands.Group(name="character", description="The session's character")
 
     @character.command(name="import", description="Import a character card (PNG or JSON)")
     async def character_import(interaction: discord.Interaction, file: discord.Attachment) -> None:
         async with guard(interaction):
-            await _import(runner, interaction, "card", file)
+            await _import(deps, interaction, "card", file)
 
     @character.command(name="set", description="Play another imported character (game master)")
     @app_commands.autocomplete(name=completer("card"))
     async def character_set(interaction: discord.Interaction, name: str) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            require_game_master(runner, interaction)
-            await require_binding(runner, place)
-            name = await imported(runner, place, "card", name)
-            binding = await runner.sessions.bind(place.key, character=name)
+            require_game_master(deps, interaction)
+            await require_binding(deps, place)
+            name = await imported(deps, place, "card", name)
+            binding = await deps.sessions.bind(place.key, character=name)
             await answer(interaction, f"🎭 **{binding.character or name}** plays here now.")
 
     @character.command(name="info", description="Character, preset and world books in use")
     async def character_info(interaction: discord.Interaction) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            await require_binding(runner, place)
+            await require_binding(deps, place)
             found = await service.session_info(place.key)
             await answer(
                 interaction,
@@ -119,51 +119,51 @@ def build_assets(runner: DiscordRunner) -> list[app_commands.Group]:
     @preset.command(name="import", description="Import a SillyTavern preset (JSON)")
     async def preset_import(interaction: discord.Interaction, file: discord.Attachment) -> None:
         async with guard(interaction):
-            await _import(runner, interaction, "preset", file)
+            await _import(deps, interaction, "preset", file)
 
     @preset.command(name="set", description="Use an imported preset (game master)")
     @app_commands.autocomplete(name=completer("preset"))
     async def preset_set(interaction: discord.Interaction, name: str) -> None:
         async with guard(interaction):
-            await _bind(runner, interaction, "preset", name, attach=True)
+            await _bind(deps, interaction, "preset", name, attach=True)
 
     worldbook = app_commands.Group(name="worldbook", description="The session's world books")
 
     @worldbook.command(name="import", description="Import a SillyTavern world book (JSON)")
     async def worldbook_import(interaction: discord.Interaction, file: discord.Attachment) -> None:
         async with guard(interaction):
-            await _import(runner, interaction, "worldbook", file)
+            await _import(deps, interaction, "worldbook", file)
 
     @worldbook.command(name="attach", description="Attach an imported world book (game master)")
     @app_commands.autocomplete(name=completer("worldbook"))
     async def worldbook_attach(interaction: discord.Interaction, name: str) -> None:
         async with guard(interaction):
-            await _bind(runner, interaction, "worldbook", name, attach=True)
+            await _bind(deps, interaction, "worldbook", name, attach=True)
 
     @worldbook.command(name="detach", description="Detach a world book (game master)")
     @app_commands.autocomplete(name=completer("worldbook"))
     async def worldbook_detach(interaction: discord.Interaction, name: str) -> None:
         async with guard(interaction):
-            await _bind(runner, interaction, "worldbook", name, attach=False)
+            await _bind(deps, interaction, "worldbook", name, attach=False)
 
     regex = app_commands.Group(name="regex", description="The session's regex scripts")
 
     @regex.command(name="import", description="Import SillyTavern regex scripts (JSON)")
     async def regex_import(interaction: discord.Interaction, file: discord.Attachment) -> None:
         async with guard(interaction):
-            await _import(runner, interaction, "regex", file)
+            await _import(deps, interaction, "regex", file)
 
     return [character, preset, worldbook, regex]
 
 
-def build_memory(runner: DiscordRunner) -> app_commands.Group:
+def build_memory(deps: CommandDeps) -> app_commands.Group:
     """``/memory list|search|forget``."""
     group = app_commands.Group(name="memory", description="What the story remembers")
 
     async def memories(interaction: discord.Interaction, query: str | None) -> None:
         place = place_of_interaction(interaction)
-        await require_binding(runner, place)
-        found = await runner.service.memories(
+        await require_binding(deps, place)
+        found = await deps.service.memories(
             place.key, place.branch, query=query, limit=MEMORY_LIST_LIMIT
         )
         if not found:
@@ -187,9 +187,9 @@ def build_memory(runner: DiscordRunner) -> app_commands.Group:
     async def forget(interaction: discord.Interaction, memory_id: str) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            require_game_master(runner, interaction)
-            await require_binding(runner, place)
-            await runner.service.forget_memory(place.key, memory_id)
+            require_game_master(deps, interaction)
+            await require_binding(deps, place)
+            await deps.service.forget_memory(place.key, memory_id)
             await answer(interaction, f"Forgot memory `{memory_id}`.")
 
     return group

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import discord
+from discord import app_commands
 
 from adapters.discord.convert import Place, library_key, place_of
-from adapters.discord.sessions import Binding
+from adapters.discord.personas import Personas
+from adapters.discord.sessions import Binding, Sessions
 from engine.errors import NotFoundError
-from engine.turns.api import AssetKind, SessionKey
-
-if TYPE_CHECKING:
-    from adapters.discord.runner import DiscordRunner
+from engine.turns.api import AssetKind, RoleplayService, SessionKey
 
 ANSWER_LIMIT = 1_900  # leaves room under Discord's 2000 for a "truncated" note
 MAX_CHOICES = 25  # Discord's autocomplete limit
@@ -29,6 +29,31 @@ MAX_ATTACHMENT_BYTES = 8 * 1024 * 1024
 
 NOT_BOUND = "This channel is not bound to a session. A game master can use `/tavern start`."
 NEEDS_GM = "You need the **{role}** role or Manage Server for that."
+
+
+class SessionCaches(Protocol):
+    """What a command needs of the running turns: dropping what they keep of a session."""
+
+    def forget_session(self, key: SessionKey) -> None:
+        """Forget the cached state of the session ``key`` (after a reset)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandDeps:
+    """What the commands use of the front end: the service, the runner's public parts and the
+    game-master role's name. The runner builds it; commands never see the runner itself."""
+
+    service: RoleplayService
+    sessions: Sessions
+    personas: Personas
+    turns: SessionCaches
+    game_master_role: str
+
+
+Completer = Callable[
+    [discord.Interaction, str], Coroutine[Any, Any, list[app_commands.Choice[str]]]
+]
+"""An autocomplete callback, as discord.py calls it."""
 
 
 class CommandRefused(Exception):
@@ -54,18 +79,18 @@ def is_game_master(interaction: discord.Interaction, role_name: str) -> bool:
     return any(role.name == role_name for role in roles)
 
 
-def require_game_master(runner: DiscordRunner, interaction: discord.Interaction) -> None:
+def require_game_master(deps: CommandDeps, interaction: discord.Interaction) -> None:
     """Raise CommandRefused unless the caller may write."""
-    if not is_game_master(interaction, runner.options.game_master_role):
-        raise CommandRefused(NEEDS_GM.format(role=runner.options.game_master_role))
+    if not is_game_master(interaction, deps.game_master_role):
+        raise CommandRefused(NEEDS_GM.format(role=deps.game_master_role))
 
 
-async def require_binding(runner: DiscordRunner, place: Place) -> Binding:
+async def require_binding(deps: CommandDeps, place: Place) -> Binding:
     """The place's binding, or CommandRefused when the channel is not bound."""
-    binding = await runner.sessions.binding(place.key)
+    binding = await deps.sessions.binding(place.key)
     if binding is None:
         raise CommandRefused(NOT_BOUND)
-    await runner.sessions.ensure_branch(place, binding)
+    await deps.sessions.ensure_branch(place, binding)
     return binding
 
 
@@ -77,11 +102,11 @@ _ASSET_WORDS: dict[AssetKind, tuple[str, str]] = {
 }
 
 
-async def imported(runner: DiscordRunner, place: Place, kind: AssetKind, name: str) -> str:
+async def imported(deps: CommandDeps, place: Place, kind: AssetKind, name: str) -> str:
     """The imported asset ``name`` names in the realm of ``place``: an exact match first, then
     the one match ignoring case; CommandRefused naming what is imported otherwise."""
     word, command = _ASSET_WORDS[kind]
-    names = await runner.catalogue.names(place.key, kind)
+    names = await asset_names(deps.service, place.key, kind)
     if name in names:
         return name
     folded = [n for n in names if n.casefold() == name.casefold()]
@@ -142,22 +167,17 @@ async def answer(
         await interaction.response.send_message(clip(text), **kwargs)
 
 
-class Catalogue:
-    """Asset names per realm, from the service's ``list_assets`` (autocomplete, checks)."""
-
-    def __init__(self, runner: DiscordRunner) -> None:
-        self.runner = runner
-
-    async def names(self, key: SessionKey, kind: AssetKind) -> list[str]:
-        """Asset names of ``kind`` in the realm of ``key`` (none when nothing was imported)."""
-        # The service addresses the realm through a session: the channel's when it has one,
-        # else the realm's library session (imports made outside bound channels).
-        for via in (key, library_key(key.realm)):
-            try:
-                return sorted(await self.runner.service.list_assets(via, kind))
-            except NotFoundError:
-                continue
-        return []
+async def asset_names(service: RoleplayService, key: SessionKey, kind: AssetKind) -> list[str]:
+    """Asset names of ``kind`` in the realm of ``key`` (none when nothing was imported), for
+    autocomplete and name checks."""
+    # The service addresses the realm through a session: the channel's when it has one,
+    # else the realm's library session (imports made outside bound channels).
+    for via in (key, library_key(key.realm)):
+        try:
+            return sorted(await service.list_assets(via, kind))
+        except NotFoundError:
+            continue
+    return []
 
 
 def choices(names: list[str], current: str) -> list[discord.app_commands.Choice[str]]:
@@ -169,11 +189,13 @@ def choices(names: list[str], current: str) -> list[discord.app_commands.Choice[
     ]
 
 
-def asset_completer(runner: DiscordRunner, kind: AssetKind):  # type: ignore[no-untyped-def]
+def asset_completer(deps: CommandDeps, kind: AssetKind) -> Completer:
     """An autocomplete callback offering the realm's imported assets of ``kind``."""
 
-    async def complete(interaction: discord.Interaction, current: str) -> list:  # type: ignore[type-arg]
+    async def complete(
+        interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
         place = place_of_interaction(interaction)
-        return choices(await runner.catalogue.names(place.key, kind), current)
+        return choices(await asset_names(deps.service, place.key, kind), current)
 
     return complete

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal
 
 import discord
 from discord import app_commands
 
 from adapters.discord.commands.context import (
+    CommandDeps,
     CommandRefused,
     answer,
     as_file,
@@ -22,6 +23,7 @@ from adapters.discord.commands.context import (
 from adapters.discord.commands.guard import guard
 from adapters.discord.commands.settings import add_session_set, settings_line
 from adapters.discord.convert import place_of
+from adapters.discord.options import ReplyPolicy
 from engine.prompt.inputs import AuthorNote
 from engine.turns.api import AssetKind
 from engine.turns.notes import (
@@ -33,10 +35,6 @@ from engine.turns.notes import (
     summarize_note,
 )
 
-if TYPE_CHECKING:
-    from adapters.discord.runner import DiscordRunner
-
-PolicyChoice = Literal["every_message", "mention", "quiet_period"]
 PositionChoice = Literal["in_chat", "in_prompt", "before_prompt"]
 RoleChoice = Literal["system", "user", "assistant"]
 THREAD_NAME_LIMIT = 100
@@ -44,40 +42,40 @@ EXISTING_THREAD = 160004
 MEMORY_BLOCK = "memory"  # the identifier of the long-term memory block in a dry run's messages
 
 
-def build_tavern(runner: DiscordRunner) -> app_commands.Group:
+def build_tavern(deps: CommandDeps) -> app_commands.Group:
     """``/tavern start character:<name> [policy] [preset] [worldbook]`` and ``/tavern stop``."""
     group = app_commands.Group(name="tavern", description="Bind this channel to a role-play")
 
     @group.command(name="start", description="Play here with a character (game master)")
     @app_commands.autocomplete(
-        character=asset_completer(runner, "card"),
-        preset=asset_completer(runner, "preset"),
-        worldbook=asset_completer(runner, "worldbook"),
+        character=asset_completer(deps, "card"),
+        preset=asset_completer(deps, "preset"),
+        worldbook=asset_completer(deps, "worldbook"),
     )
     async def start(
         interaction: discord.Interaction,
         character: str,
-        policy: PolicyChoice | None = None,
+        policy: ReplyPolicy | None = None,
         preset: str | None = None,
         worldbook: str | None = None,
     ) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            require_game_master(runner, interaction)
+            require_game_master(deps, interaction)
             if place.is_thread:
                 raise CommandRefused("Start in the channel itself; threads become its branches.")
             # Every name is checked before anything is bound.
-            character = await imported(runner, place, "card", character)
+            character = await imported(deps, place, "card", character)
             extras: list[tuple[AssetKind, str]] = []
             if preset is not None:
-                extras.append(("preset", await imported(runner, place, "preset", preset)))
+                extras.append(("preset", await imported(deps, place, "preset", preset)))
             if worldbook is not None:
-                extras.append(("worldbook", await imported(runner, place, "worldbook", worldbook)))
-            binding = await runner.sessions.bind(place.key, character=character, policy=policy)
+                extras.append(("worldbook", await imported(deps, place, "worldbook", worldbook)))
+            binding = await deps.sessions.bind(place.key, character=character, policy=policy)
             for kind, name in extras:
-                await runner.service.bind_asset(place.key, kind, name)
+                await deps.service.bind_asset(place.key, kind, name)
             if extras:
-                runner.sessions.forget(place.key)
+                deps.sessions.forget(place.key)
             using = "".join(f", {kind} **{name}**" for kind, name in extras)
             await answer(
                 interaction,
@@ -89,24 +87,24 @@ def build_tavern(runner: DiscordRunner) -> app_commands.Group:
     async def stop(interaction: discord.Interaction) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            require_game_master(runner, interaction)
-            await require_binding(runner, place)
-            await runner.sessions.unbind(place.key)
+            require_game_master(deps, interaction)
+            await require_binding(deps, place)
+            await deps.sessions.unbind(place.key)
             await answer(interaction, "The tavern is closed here. `/tavern start` to reopen.")
 
     return group
 
 
-def build_session(runner: DiscordRunner) -> app_commands.Group:
+def build_session(deps: CommandDeps) -> app_commands.Group:
     """``/session info|set|export|note|tools|reset``."""
     group = app_commands.Group(name="session", description="This channel's session")
-    service = runner.service
+    service = deps.service
 
     @group.command(name="info", description="Session key, character, preset and branches")
     async def info(interaction: discord.Interaction) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            binding = await require_binding(runner, place)
+            binding = await require_binding(deps, place)
             found = await service.session_info(place.key)
             branches = ", ".join(
                 f"`{b.name}` ({b.floors} floors"
@@ -124,7 +122,7 @@ def build_session(runner: DiscordRunner) -> app_commands.Group:
                 f"{summarize_note(found.author_note)}",
             )
 
-    add_session_set(runner, group)
+    add_session_set(deps, group)
 
     @group.command(name="export", description="This branch as a SillyTavern chat (JSONL)")
     @app_commands.describe(
@@ -134,7 +132,7 @@ def build_session(runner: DiscordRunner) -> app_commands.Group:
     async def export(interaction: discord.Interaction, include_hidden: bool = True) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            await require_binding(runner, place)
+            await require_binding(deps, place)
             await interaction.response.defer(ephemeral=True, thinking=True)
             # Deleting a message only hides its floor or page: the export keeps it by default.
             data = await service.export_chat(
@@ -170,13 +168,13 @@ def build_session(runner: DiscordRunner) -> app_commands.Group:
             place = place_of_interaction(interaction)
             changes = (text, depth, interval, position, role)
             if not clear and all(value is None for value in changes):
-                await require_binding(runner, place)
+                await require_binding(deps, place)
                 found = await service.author_note(place.key)
                 hint = "" if found else " A game master can set one: `/session note text:…`."
                 await answer(interaction, describe_note(found) + hint)
                 return
-            require_game_master(runner, interaction)
-            await require_binding(runner, place)
+            require_game_master(deps, interaction)
+            await require_binding(deps, place)
             if clear:
                 if any(value is not None for value in changes):
                     raise CommandRefused("Use `clear` on its own.")
@@ -206,12 +204,12 @@ def build_session(runner: DiscordRunner) -> app_commands.Group:
         async with guard(interaction):
             place = place_of_interaction(interaction)
             if global_writes is None:
-                await require_binding(runner, place)
+                await require_binding(deps, place)
                 allowed = await service.tools_global_writes(place.key)
                 await answer(interaction, _tool_scopes(allowed))
                 return
-            require_game_master(runner, interaction)
-            await require_binding(runner, place)
+            require_game_master(deps, interaction)
+            await require_binding(deps, place)
             await service.set_tools_global_writes(place.key, global_writes)
             await answer(interaction, f"Set. {_tool_scopes(global_writes)}")
 
@@ -219,11 +217,11 @@ def build_session(runner: DiscordRunner) -> app_commands.Group:
     async def reset(interaction: discord.Interaction) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            require_game_master(runner, interaction)
-            await require_binding(runner, place)
+            require_game_master(deps, interaction)
+            await require_binding(deps, place)
             await service.reset(place.key)
-            runner.sessions.forget(place.key)
-            runner.turns.forget_session(place.key)
+            deps.sessions.forget(place.key)
+            deps.turns.forget_session(place.key)
             await answer(interaction, "The story starts over. Earlier floors are kept, hidden.")
 
     return group
@@ -238,7 +236,7 @@ def _tool_scopes(global_writes: bool) -> str:
     )
 
 
-def build_persona(runner: DiscordRunner) -> app_commands.Group:
+def build_persona(deps: CommandDeps) -> app_commands.Group:
     """``/persona set name description`` and ``/persona show`` (your own, per guild)."""
     group = app_commands.Group(name="persona", description="Who you play in this server")
 
@@ -248,15 +246,15 @@ def build_persona(runner: DiscordRunner) -> app_commands.Group:
             place = place_of_interaction(interaction)
             if not name.strip():
                 raise CommandRefused("A persona needs a name.")
-            await runner.personas.set(place.key, str(interaction.user.id), name, description)
+            await deps.personas.set(place.key, str(interaction.user.id), name, description)
             await answer(interaction, f"You play **{name.strip()}** in this server now.")
 
     @group.command(name="show", description="Your persona here")
     async def show(interaction: discord.Interaction) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            await runner.personas.load(place.key, [str(interaction.user.id)])
-            found = runner.personas.describe(place.key.realm, str(interaction.user.id))
+            await deps.personas.load(place.key, [str(interaction.user.id)])
+            found = deps.personas.describe(place.key.realm, str(interaction.user.id))
             if found is None:
                 await answer(interaction, "No persona: you play under your display name.")
                 return
@@ -265,15 +263,15 @@ def build_persona(runner: DiscordRunner) -> app_commands.Group:
     return group
 
 
-def build_tools(runner: DiscordRunner) -> list[app_commands.Command]:  # type: ignore[type-arg]
+def build_tools(deps: CommandDeps) -> list[app_commands.Command[Any, ..., None]]:
     """``/preview text`` and ``/dryrun [text]``."""
-    service = runner.service
+    service = deps.service
 
     @app_commands.command(name="preview", description="Evaluate macros in a text (nothing saved)")
     async def preview(interaction: discord.Interaction, text: str) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            await require_binding(runner, place)
+            await require_binding(deps, place)
             shown = await service.preview(place.key, place.branch, text)
             await answer(interaction, shown or "(empty)")
 
@@ -281,7 +279,7 @@ def build_tools(runner: DiscordRunner) -> list[app_commands.Command]:  # type: i
     async def dryrun(interaction: discord.Interaction, text: str = "") -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            await require_binding(runner, place)
+            await require_binding(deps, place)
             await interaction.response.defer(ephemeral=True, thinking=True)
             found = await service.dry_run(place.key, place.branch, text)
             messages = found.get("messages", [])
@@ -299,7 +297,7 @@ def build_tools(runner: DiscordRunner) -> list[app_commands.Command]:  # type: i
     return [preview, dryrun]
 
 
-def build_branch_here(runner: DiscordRunner) -> app_commands.ContextMenu:
+def build_branch_here(deps: CommandDeps) -> app_commands.ContextMenu:
     """The message command "Branch from here": opens a thread that forks at that message."""
 
     async def branch_here(interaction: discord.Interaction, message: discord.Message) -> None:
@@ -307,8 +305,8 @@ def build_branch_here(runner: DiscordRunner) -> app_commands.ContextMenu:
             place = place_of(message.channel, interaction.user.id)
             if place is None or place.is_thread:
                 raise CommandRefused("Branch from a message in the channel, not in a thread.")
-            await require_binding(runner, place)
-            ref = await runner.service.resolve_message(place.key, str(message.id))
+            await require_binding(deps, place)
+            ref = await deps.service.resolve_message(place.key, str(message.id))
             # Only a bot reply pins the fork point; any other message forks at the latest floor.
             pinned = ref is not None and ref.role == "assistant"
             label = f"floor {ref.floor}" if ref is not None and pinned else "latest floor"
@@ -320,9 +318,9 @@ def build_branch_here(runner: DiscordRunner) -> app_commands.ContextMenu:
                     raise CommandRefused("That message already has a branch.") from exc
                 raise
             thread_place = place_of(thread, interaction.user.id)
-            binding = await require_binding(runner, place)
+            binding = await require_binding(deps, place)
             assert thread_place is not None
-            await runner.sessions.ensure_branch(thread_place, binding)
+            await deps.sessions.ensure_branch(thread_place, binding)
             await answer(interaction, f"🌿 Branch {thread.mention} forks after the {label}.")
 
     return app_commands.ContextMenu(name="Branch from here", callback=branch_here)

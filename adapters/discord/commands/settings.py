@@ -9,13 +9,12 @@ session's current one first.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import discord
 from discord import app_commands
 
 from adapters.discord.commands.context import (
     MAX_CHOICES,
+    CommandDeps,
     answer,
     place_of_interaction,
     require_binding,
@@ -25,9 +24,6 @@ from adapters.discord.commands.guard import guard
 from engine.errors import ConfigurationError
 from engine.turns.api import SessionInfo
 from engine.turns.options import option_lines, option_spec
-
-if TYPE_CHECKING:
-    from adapters.discord.runner import DiscordRunner
 
 CHOICE_NAME_LIMIT = 100
 """Discord's limit on the length of an autocomplete choice's name."""
@@ -51,9 +47,9 @@ def settings_line(info: SessionInfo, policy: str) -> str:
     )
 
 
-def add_session_set(runner: DiscordRunner, group: app_commands.Group) -> None:
+def add_session_set(deps: CommandDeps, group: app_commands.Group) -> None:
     """Add ``/session set option value`` to the ``/session`` group."""
-    service = runner.service
+    service = deps.service
 
     async def option_names(
         interaction: discord.Interaction, current: str
@@ -76,7 +72,7 @@ def add_session_set(runner: DiscordRunner, group: app_commands.Group) -> None:
             return []
         words = list(spec.values)
         place = place_of_interaction(interaction)
-        binding = await runner.sessions.binding(place.key)
+        binding = await deps.sessions.binding(place.key)
         if binding is not None:
             # The session's value first (for budget, a number, it is the only choice).
             now = current_options(await service.session_info(place.key), binding.policy)
@@ -93,11 +89,11 @@ def add_session_set(runner: DiscordRunner, group: app_commands.Group) -> None:
     async def set_(interaction: discord.Interaction, option: str, value: str) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            require_game_master(runner, interaction)
-            await require_binding(runner, place)
+            require_game_master(deps, interaction)
+            await require_binding(deps, place)
             found = await service.set_session_option(place.key, option, value)
-            runner.sessions.forget(place.key)  # the reply policy may have changed
-            binding = await require_binding(runner, place)
+            deps.sessions.forget(place.key)  # the reply policy may have changed
+            binding = await require_binding(deps, place)
             name = option_spec(option).name
             shown = current_options(found, binding.policy)[name]
             await answer(interaction, f"Set. This session's **{name}** is now `{shown}`.")

@@ -7,12 +7,11 @@ scope explicitly (``chat`` by default) and need the game-master role.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
-
 import discord
 from discord import app_commands
 
 from adapters.discord.commands.context import (
+    CommandDeps,
     answer,
     choices,
     parse_value,
@@ -23,21 +22,19 @@ from adapters.discord.commands.context import (
 )
 from adapters.discord.commands.guard import guard
 from engine.errors import EngineError
-
-if TYPE_CHECKING:
-    from adapters.discord.runner import DiscordRunner
-
-ScopeChoice = Literal["page", "floor", "branch", "chat", "global"]
+from engine.variables.values import Scope
 
 
-def build_vars(runner: DiscordRunner) -> app_commands.Group:
+def build_vars(deps: CommandDeps) -> app_commands.Group:
     """The ``/vars`` group."""
     group = app_commands.Group(name="vars", description="Inspect and change session variables")
-    service = runner.service
+    service = deps.service
 
-    async def names(interaction: discord.Interaction, current: str) -> list:  # type: ignore[type-arg]
+    async def names(
+        interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
         place = place_of_interaction(interaction)
-        if await runner.sessions.binding(place.key) is None:
+        if await deps.sessions.binding(place.key) is None:
             return []
         try:
             found = await service.variables(place.key, place.branch)
@@ -46,10 +43,10 @@ def build_vars(runner: DiscordRunner) -> app_commands.Group:
         return choices(sorted(found), current)
 
     @group.command(name="list", description="Show the variables (merged view, or one scope)")
-    async def list_(interaction: discord.Interaction, scope: ScopeChoice | None = None) -> None:
+    async def list_(interaction: discord.Interaction, scope: Scope | None = None) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            await require_binding(runner, place)
+            await require_binding(deps, place)
             found = await service.variables(place.key, place.branch, scope)
             title = f"Variables ({scope or 'merged view'}, branch `{place.branch}`)"
             if not found:
@@ -60,12 +57,10 @@ def build_vars(runner: DiscordRunner) -> app_commands.Group:
 
     @group.command(name="get", description="Show one variable")
     @app_commands.autocomplete(name=names)
-    async def get(
-        interaction: discord.Interaction, name: str, scope: ScopeChoice | None = None
-    ) -> None:
+    async def get(interaction: discord.Interaction, name: str, scope: Scope | None = None) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            await require_binding(runner, place)
+            await require_binding(deps, place)
             found = await service.variables(place.key, place.branch, scope)
             if name not in found:
                 await answer(interaction, f"`{name}` is not set ({scope or 'merged view'}).")
@@ -74,25 +69,23 @@ def build_vars(runner: DiscordRunner) -> app_commands.Group:
 
     @group.command(name="set", description="Set a variable in one scope (game master)")
     async def set_(
-        interaction: discord.Interaction, name: str, value: str, scope: ScopeChoice = "chat"
+        interaction: discord.Interaction, name: str, value: str, scope: Scope = "chat"
     ) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            require_game_master(runner, interaction)
-            await require_binding(runner, place)
+            require_game_master(deps, interaction)
+            await require_binding(deps, place)
             parsed = parse_value(value)
             await service.set_variable(place.key, place.branch, name, parsed, scope)
             await answer(interaction, f"Set `{name}` = {show_value(parsed)} in {scope}.")
 
     @group.command(name="delete", description="Delete a variable from one scope (game master)")
     @app_commands.autocomplete(name=names)
-    async def delete(
-        interaction: discord.Interaction, name: str, scope: ScopeChoice = "chat"
-    ) -> None:
+    async def delete(interaction: discord.Interaction, name: str, scope: Scope = "chat") -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            require_game_master(runner, interaction)
-            await require_binding(runner, place)
+            require_game_master(deps, interaction)
+            await require_binding(deps, place)
             await service.delete_variable(place.key, place.branch, name, scope)
             await answer(interaction, f"Deleted `{name}` from {scope}.")
 
@@ -101,7 +94,7 @@ def build_vars(runner: DiscordRunner) -> app_commands.Group:
     async def history(interaction: discord.Interaction, name: str) -> None:
         async with guard(interaction):
             place = place_of_interaction(interaction)
-            await require_binding(runner, place)
+            await require_binding(deps, place)
             writes = await service.variable_history(place.key, place.branch, name)
             if not writes:
                 await answer(interaction, f"`{name}` was never written on this branch.")
