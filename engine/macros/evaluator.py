@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from engine.macros import diagnostics as d
 from engine.macros import fallbacks, variables
@@ -215,23 +215,29 @@ class MacroEnv:
             return raw_join(items)
         parts: list[str] = []
         append = parts.append
+        # One branch per kind of ``Item``, checked exhaustive by mypy: ``type(item) is Kind``
+        # narrows because the node classes are final, so a kind added to ``Item`` without a
+        # branch here reaches ``assert_never`` with a type error. A ``match`` on the classes
+        # would check the same but made this loop about 2.5x slower (Python 3.11).
         for item in items:
-            cls = item.__class__
-            if cls is str:
-                append(item)  # type: ignore[arg-type]
-            elif cls is Macro:
-                append(self.eval_macro(item, None, depth, delta))  # type: ignore[arg-type]
-            elif cls is Scoped:
-                append(self.eval_macro(item.opener, item, depth, delta))  # type: ignore[union-attr,arg-type]
-            elif cls is VarExpr:
-                append(eval_shorthand(self, item, depth, delta))  # type: ignore[arg-type]
-            else:
-                raw: RawMacro = item  # type: ignore[assignment]
-                if raw.code is not None:
-                    self.warn(raw.code, fallbacks.raw_message(raw), raw.start, raw.name, raw.text)
+            if isinstance(item, str):
+                append(item)
+            elif type(item) is Macro:
+                append(self.eval_macro(item, None, depth, delta))
+            elif type(item) is Scoped:
+                append(self.eval_macro(item.opener, item, depth, delta))
+            elif type(item) is VarExpr:
+                append(eval_shorthand(self, item, depth, delta))
+            elif type(item) is RawMacro:
+                if item.code is not None:
+                    self.warn(
+                        item.code, fallbacks.raw_message(item), item.start, item.name, item.text
+                    )
                 if self.tracing:
-                    self.add_trace(raw.name, raw.text, raw.text, "raw", "raw")
-                append(raw.text)
+                    self.add_trace(item.name, item.text, item.text, "raw", "raw")
+                append(item.text)
+            else:
+                assert_never(item)
         out = "".join(parts)
         if len(out) > self.check_len:
             out = self.limit_text(out, first_position(items))

@@ -9,7 +9,7 @@ text.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Union, final
 
 if TYPE_CHECKING:
     from engine.macros.pairing import Level
@@ -59,6 +59,7 @@ class Arg:
         return plain if plain is not None else self.src[self.start : self.end]
 
 
+@final
 class Macro:
     """``{{flags name args}}``; ``closing`` for ``{{/name}}``; ``dropped`` when characters after
     the name failed to lex and were skipped (SillyTavern drops them)."""
@@ -130,6 +131,7 @@ class Macro:
         return self.src[self.start : self.end]
 
 
+@final
 class VarExpr:
     """``{{.name op value}}`` (``scope`` local) or ``{{$name op value}}`` (global)."""
 
@@ -152,6 +154,7 @@ class VarExpr:
         return self.src[self.start : self.end]
 
 
+@final
 class Scoped:
     """An opener paired with its closing tag; the content becomes the last argument.
 
@@ -209,6 +212,7 @@ class Scoped:
         return self.src[self.start : self.end]
 
 
+@final
 class RawMacro:
     """A tag kept as written: an unmatched closing tag, or a pair whose opener takes no content.
     ``code`` is the warning to report each time it is evaluated (``None`` for none)."""
