@@ -1,11 +1,13 @@
-"""Rows to engine values (the only place that knows both shapes)."""
+"""Rows to engine values (the only place that knows both shapes).
+
+Column values come out of SQLAlchemy untyped (``Any``); the ``cast`` to a ``Literal`` below
+states what the column's check constraint or writer guarantees.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, cast
-
-from sqlalchemy import Row
+from typing import Any, Protocol, cast
 
 from engine.timeline.values import (
     Asset,
@@ -26,16 +28,22 @@ from engine.timeline.values import (
 from engine.variables.values import LogEntry, LogSource, Mutation, MutationOp, Scope
 
 
+class Columns(Protocol):
+    """A row's columns by name: a SQLAlchemy ``Row``, or one table's share of a joined row."""
+
+    def __getattr__(self, name: str, /) -> Any: ...
+
+
 def aware(value: datetime) -> datetime:
     """SQLite hands back naive datetimes; everything stored is UTC."""
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
-def realm(row: Row[Any]) -> Realm:
+def realm(row: Columns) -> Realm:
     return Realm(id=row.id, platform=row.platform, key=row.key)
 
 
-def session(row: Row[Any]) -> Session:
+def session(row: Columns) -> Session:
     return Session(
         id=row.id,
         realm_id=row.realm_id,
@@ -46,7 +54,7 @@ def session(row: Row[Any]) -> Session:
     )
 
 
-def branch(row: Row[Any]) -> Branch:
+def branch(row: Columns) -> Branch:
     return Branch(
         id=row.id,
         session_id=row.session_id,
@@ -58,7 +66,7 @@ def branch(row: Row[Any]) -> Branch:
     )
 
 
-def floor(row: Row[Any]) -> Floor:
+def floor(row: Columns) -> Floor:
     return Floor(
         id=row.id,
         branch_id=row.branch_id,
@@ -73,7 +81,7 @@ def floor(row: Row[Any]) -> Floor:
     )
 
 
-def page(row: Row[Any]) -> Page:
+def page(row: Columns) -> Page:
     return Page(
         id=row.id,
         floor_id=row.floor_id,
@@ -87,7 +95,7 @@ def page(row: Row[Any]) -> Page:
     )
 
 
-def message(row: Row[Any]) -> Message:
+def message(row: Columns) -> Message:
     return Message(
         id=row.id,
         floor_id=row.floor_id,
@@ -104,7 +112,7 @@ def message(row: Row[Any]) -> Message:
     )
 
 
-def link(row: Row[Any]) -> PlatformLink:
+def link(row: Columns) -> PlatformLink:
     return PlatformLink(
         session_id=row.session_id,
         platform_ref=row.platform_ref,
@@ -115,7 +123,7 @@ def link(row: Row[Any]) -> PlatformLink:
     )
 
 
-def asset(row: Row[Any]) -> Asset:
+def asset(row: Columns) -> Asset:
     return Asset(
         id=row.id,
         realm_id=row.realm_id,
@@ -127,7 +135,7 @@ def asset(row: Row[Any]) -> Asset:
     )
 
 
-def mutation(row: Row[Any]) -> Mutation:
+def mutation(row: Columns) -> Mutation:
     return Mutation(
         op=cast(MutationOp, row.op),
         scope=cast(Scope, row.scope),
@@ -136,7 +144,7 @@ def mutation(row: Row[Any]) -> Mutation:
     )
 
 
-def log_entry(row: Row[Any]) -> LogEntry:
+def log_entry(row: Columns) -> LogEntry:
     return LogEntry(
         id=row.id,
         mutation=mutation(row),

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
+    RowMapping,
     and_,
     delete,
     func,
@@ -113,12 +114,8 @@ class SqlSessions(_Repo):
         rows = [row._mapping for row in await self._db.execute(SESSION_WITH_BRANCHES, params)]
         if not rows:
             raise NotFoundError(f"session {session_id} does not exist")
-        session = convert.session(_Sub(rows[0], "s_"))  # type: ignore[arg-type]
-        branches = [
-            convert.branch(_Sub(data, "b_"))  # type: ignore[arg-type]
-            for data in rows
-            if data["b_id"] is not None
-        ]
+        session = convert.session(_Sub(rows[0], "s_"))
+        branches = [convert.branch(_Sub(data, "b_")) for data in rows if data["b_id"] is not None]
         return session, branches
 
 
@@ -394,9 +391,9 @@ class SqlPages(_Repo):
             raise NotFoundError(f"page {page_id} does not exist")
         data = row._mapping
         return PageContext(
-            page=convert.page(_Sub(data, "p_")),  # type: ignore[arg-type]
-            floor=convert.floor(_Sub(data, "f_")),  # type: ignore[arg-type]
-            branch=convert.branch(_Sub(data, "b_")),  # type: ignore[arg-type]
+            page=convert.page(_Sub(data, "p_")),
+            floor=convert.floor(_Sub(data, "f_")),
+            branch=convert.branch(_Sub(data, "b_")),
             realm_id=data["realm_id"],
         )
 
@@ -439,7 +436,7 @@ class SqlPages(_Repo):
 class _Sub:
     """Attribute access to the ``prefix``-labelled columns of a joined row."""
 
-    def __init__(self, data: Mapping[str, Any], prefix: str) -> None:
+    def __init__(self, data: RowMapping, prefix: str) -> None:
         self._data = data
         self._prefix = prefix
 

@@ -119,7 +119,7 @@ class SqlVariables:
             .order_by(LOG.c.id)
         )
         for row in await self._db.execute(stmt):
-            result[row.page_id].append(convert.mutation(row))  # type: ignore[arg-type]
+            result[row.page_id].append(convert.mutation(row))
         return result
 
     async def explicit(
