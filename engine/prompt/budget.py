@@ -16,7 +16,9 @@ REPLY_PRIMING_TOKENS = 3
 
 
 class TokenCounter(Protocol):
-    """Counts tokens of plain text for the session's model."""
+    """Counts tokens of plain text for the session's model: the one counter shape the
+    assembler, the budget and :mod:`engine.prompt.tokens` share (that module's counters also
+    say which tokenizer they use in ``name``)."""
 
     def count(self, text: str) -> int:
         """The number of tokens in ``text``."""

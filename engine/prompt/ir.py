@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Role = Literal["system", "user", "assistant"]
 Mode = Literal["compat_strict", "compat_plus", "native"]
-MODES: tuple[Mode, ...] = ("compat_strict", "compat_plus", "native")
+MODES: tuple[Mode, ...] = get_args(Mode)
 
 SourceKind = Literal[
     "preset",  # a preset prompt (ref = identifier)

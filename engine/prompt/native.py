@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from engine.errors import FormatError
 from engine.formats.preset import Preset
@@ -34,18 +34,8 @@ NodeKind = Literal[
     "tool_result",
     "variable_template",
 ]
-NODE_KINDS: tuple[NodeKind, ...] = (
-    "static_text",
-    "marker",
-    "chat_history",
-    "character",
-    "persona",
-    "worldbook",
-    "example_dialogue",
-    "memory",
-    "tool_result",
-    "variable_template",
-)
+NODE_KINDS: tuple[NodeKind, ...] = get_args(NodeKind)
+"""Every node kind, in the order :data:`NodeKind` lists them."""
 CHARACTER_FIELDS = (
     "description",
     "personality",

@@ -31,7 +31,8 @@ CHAT_PLACEMENTS = (PLACEMENT_USER_INPUT, PLACEMENT_AI_OUTPUT)
 
 
 class ScriptMacros:
-    """The renderer :func:`~engine.prompt.regex_run.apply_scripts` takes, built on the
+    """The :class:`~engine.prompt.regex_run.ScriptMacroExpander` that
+    :func:`~engine.prompt.regex_run.apply_scripts` takes, built on the
     assembler's :class:`~engine.prompt.inputs.MacroRenderer`.
 
     With ``escape`` (find patterns with ``substituteRegex`` = 2) every macro's value is passed

@@ -35,8 +35,11 @@ REGEX_TIMEOUT_S = 0.25
 Channel = Literal["store", "display", "prompt", "edit"]
 
 
-class MacroRenderer(Protocol):
-    """Renders macros in a text; ``escape`` (when given) is applied to every macro's value."""
+class ScriptMacroExpander(Protocol):
+    """Expands macros in a script's find pattern, trim strings and replacement: a callable
+    already bound to where the text came from (unlike the assembler's
+    :class:`~engine.prompt.inputs.MacroRenderer`, which is told the source and origin on each
+    call); ``escape`` (when given) is applied to every macro's value."""
 
     def __call__(self, text: str, /, *, escape: Callable[[str], str] | None = None) -> str: ...
 
@@ -143,7 +146,7 @@ def apply_scripts(
     placement: int,
     channel: Channel,
     depth: int | None = None,
-    render_macros: MacroRenderer | None = None,
+    render_macros: ScriptMacroExpander | None = None,
     timeout_s: float = REGEX_TIMEOUT_S,
     budget: RegexBudget | None = None,
 ) -> RegexRun:
@@ -171,7 +174,7 @@ def run_script(
     script: RegexScript,
     text: str,
     *,
-    render_macros: MacroRenderer | None = None,
+    render_macros: ScriptMacroExpander | None = None,
     timeout_s: float = REGEX_TIMEOUT_S,
     budget: RegexBudget | None = None,
 ) -> RegexRun:
@@ -240,7 +243,7 @@ class _Replacer:
         compiled: JsRegex,
         replace_string: str,
         trims: Sequence[str],
-        render_macros: MacroRenderer | None,
+        render_macros: ScriptMacroExpander | None,
         text: str,
     ) -> None:
         self.compiled = compiled

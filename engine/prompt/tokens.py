@@ -35,11 +35,15 @@ import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
-TOKENS_PER_MESSAGE = 3
-TOKENS_PER_NAME = 1
-REPLY_PRIMING_TOKENS = 3
+from engine.prompt.budget import (
+    REPLY_PRIMING_TOKENS,
+    TOKENS_PER_MESSAGE,
+    TOKENS_PER_NAME,
+    TokenCounter,
+)
+
 ESTIMATE_MARGIN = 0.15
 #: Most texts whose counts an exact counter remembers.
 COUNT_MEMO_SIZE = 16_384
@@ -77,15 +81,6 @@ _CL100K_PREFIXES = (
     "text-embedding-ada-002",
     "text-embedding-3",
 )
-
-
-class TokenCounter(Protocol):
-    """Counts the tokens of a text for one model; ``name`` says which tokenizer (or estimate)."""
-
-    @property
-    def name(self) -> str: ...
-
-    def count(self, text: str) -> int: ...
 
 
 class ExactCounter:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 FloorState = Literal["draft", "generating", "committed", "failed"]
 PageStatus = Literal["pending", "committed", "failed"]
@@ -25,11 +25,11 @@ StoredAssetKind = Literal["card", "preset", "worldbook", "regex", "profile", "pe
 LinkRole = Literal["user", "assistant"]
 
 MAIN_BRANCH: Final = "main"
-FLOOR_STATES: Final[tuple[FloorState, ...]] = ("draft", "generating", "committed", "failed")
-PAGE_STATUSES: Final[tuple[PageStatus, ...]] = ("pending", "committed", "failed")
-MESSAGE_ROLES: Final[tuple[MessageRole, ...]] = ("user", "assistant", "system", "narrator")
-ASSET_KINDS: Final[tuple[AssetKind, ...]] = ("card", "preset", "worldbook", "regex")
-INTERNAL_ASSET_KINDS: Final[tuple[InternalAssetKind, ...]] = ("profile", "persona")
+FLOOR_STATES: Final[tuple[FloorState, ...]] = get_args(FloorState)
+PAGE_STATUSES: Final[tuple[PageStatus, ...]] = get_args(PageStatus)
+MESSAGE_ROLES: Final[tuple[MessageRole, ...]] = get_args(MessageRole)
+ASSET_KINDS: Final[tuple[AssetKind, ...]] = get_args(AssetKind)
+INTERNAL_ASSET_KINDS: Final[tuple[InternalAssetKind, ...]] = get_args(InternalAssetKind)
 STORED_ASSET_KINDS: Final[tuple[StoredAssetKind, ...]] = (*ASSET_KINDS, *INTERNAL_ASSET_KINDS)
 
 # Names are shown in commands and used as Discord/Telegram ids; bounded so a row stays small.

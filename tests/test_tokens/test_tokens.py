@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from engine.prompt.budget import REPLY_PRIMING_TOKENS, TOKENS_PER_MESSAGE, TOKENS_PER_NAME
 from engine.prompt.tokens import (
     CL100K,
     ESTIMATE_MARGIN,
     O200K,
-    REPLY_PRIMING_TOKENS,
-    TOKENS_PER_MESSAGE,
-    TOKENS_PER_NAME,
     EstimatingCounter,
     ExactCounter,
     count_chat_tokens,
