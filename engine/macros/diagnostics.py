@@ -87,6 +87,12 @@ class Mutation:
         return out
 
 
+#: What a trace records: a macro call, an ``if`` block or a fragment kept as written.
+TraceKind = Literal["macro", "if", "raw"]
+#: Which branch of an ``if`` was taken (``raw`` when the block was kept as written).
+TraceBranch = Literal["then", "else", "raw"]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MacroTrace:
     """One evaluated fragment: a macro, an ``if`` block or a fragment kept raw."""
@@ -95,5 +101,5 @@ class MacroTrace:
     raw_text: str
     resolved_text: str
     phase: Phase
-    source_kind: Literal["macro", "if", "raw"]
-    selected_branch: Literal["then", "else", "raw"] | None = None
+    source_kind: TraceKind
+    selected_branch: TraceBranch | None = None

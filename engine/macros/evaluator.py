@@ -146,7 +146,12 @@ class MacroEnv:
             self.warn(code, message, position)
 
     def add_trace(
-        self, name: str, raw: str, resolved: str, kind: str, branch: str | None = None
+        self,
+        name: str,
+        raw: str,
+        resolved: str,
+        kind: d.TraceKind,
+        branch: d.TraceBranch | None = None,
     ) -> None:
         """Record a trace (only when tracing was asked for)."""
         if len(self.traces) < MAX_TRACES:
@@ -156,8 +161,8 @@ class MacroEnv:
                     raw_text=raw,
                     resolved_text=resolved,
                     phase=self.phase,
-                    source_kind=kind,  # type: ignore[arg-type]
-                    selected_branch=branch,  # type: ignore[arg-type]
+                    source_kind=kind,
+                    selected_branch=branch,
                 )
             )
 
