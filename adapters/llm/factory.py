@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from engine.errors import ConfigurationError
 from engine.ports import ChatModel
 
 PROVIDERS = ("openai", "offline")
 """The providers :func:`build_chat_model` knows."""
+
+
+class ClosableChatModel(ChatModel, Protocol):
+    """A chat model built here: it may hold a connection pool, released by :meth:`aclose`."""
+
+    async def aclose(self) -> None:
+        """Release the model's connections (safe to call more than once)."""
+        ...
 
 
 def build_chat_model(
@@ -18,7 +28,7 @@ def build_chat_model(
     max_retries: int = 3,
     *,
     offline_chunk_delay_s: float = 0.0,
-) -> ChatModel:
+) -> ClosableChatModel:
     """The :class:`engine.ports.ChatModel` for ``provider``.
 
     ``"offline"``, or ``"openai"`` without a ``base_url``, gives the offline provider (which logs

@@ -12,7 +12,7 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Mapping
 
-from adapters.llm.factory import build_chat_model
+from adapters.llm.factory import ClosableChatModel, build_chat_model
 from engine.ports import ChatModel
 from engine.turns.profiles import LLMProfile, SecretCipher
 
@@ -33,9 +33,9 @@ class ChatModelPool:
         if max_models < 1:
             raise ValueError(f"max_models must be >= 1, got {max_models}")
         self.max_models = max_models
-        self._models: OrderedDict[_PoolKey, ChatModel] = OrderedDict()
+        self._models: OrderedDict[_PoolKey, ClosableChatModel] = OrderedDict()
         # Retired models may still serve a running turn, so they are closed only at shutdown.
-        self._retired: list[ChatModel] = []
+        self._retired: list[ClosableChatModel] = []
 
     def __len__(self) -> int:
         return len(self._models)
@@ -87,6 +87,4 @@ class ChatModelPool:
         self._models.clear()
         self._retired.clear()
         for model in models:
-            close = getattr(model, "aclose", None)
-            if close is not None:
-                await close()
+            await model.aclose()

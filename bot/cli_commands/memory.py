@@ -15,7 +15,18 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:  # the command's own imports are deferred: ``tavernbot --help`` stays fast
+    from adapters.llm.factory import ClosableChatModel
+    from adapters.storage import SqlStorage
+    from bot.config import Settings
+    from engine.memory.jobs import JobState
+    from engine.memory.lineage import Viewpoint
+    from engine.memory.records import MemoryRecord
+    from engine.memory.service import MemoryService
+    from engine.timeline.service import TimelineService
 
 CONSOLE_PLATFORM: Final = "console"
 CONSOLE_REALM: Final = "local"
@@ -64,10 +75,10 @@ def register(sub: Any) -> None:
 class _Opened:
     """The storage, services and the session's main-branch viewpoint for one command."""
 
-    storage: Any
-    timeline: Any
-    memory: Any
-    model: Any
+    storage: SqlStorage
+    timeline: TimelineService
+    memory: MemoryService
+    model: ClosableChatModel | None
 
 
 Action = Callable[[argparse.Namespace, _Opened], Awaitable[int]]
@@ -83,13 +94,13 @@ def _run(action: Action) -> Callable[[argparse.Namespace], int]:
     return handler
 
 
-async def _with_services(settings: Any, args: argparse.Namespace, action: Action) -> int:
+async def _with_services(settings: Settings, args: argparse.Namespace, action: Action) -> int:
     from adapters.storage import open_storage
     from bot.scheduler import build_memory_service
     from engine.timeline.service import TimelineService
 
     storage = await open_storage(settings.database.url)
-    model = None
+    model: ClosableChatModel | None = None
     try:
         if not settings.uses_offline_model:
             from adapters.llm.factory import build_chat_model
@@ -109,13 +120,12 @@ async def _with_services(settings: Any, args: argparse.Namespace, action: Action
         )
         return await action(args, opened)
     finally:
-        close = getattr(model, "aclose", None)
-        if close is not None:
-            await close()
+        if model is not None:
+            await model.aclose()
         await storage.close()
 
 
-async def _session_view(opened: _Opened, name: str) -> Any:
+async def _session_view(opened: _Opened, name: str) -> Viewpoint:
     from engine.errors import NotFoundError
     from engine.memory.scoping import viewpoint_for
     from engine.timeline.values import MAIN_BRANCH
@@ -131,7 +141,7 @@ async def _session_view(opened: _Opened, name: str) -> Any:
     return viewpoint_for(session, main, branches, head)
 
 
-def _as_json(record: Any) -> dict[str, Any]:
+def _as_json(record: MemoryRecord) -> dict[str, Any]:
     from engine.memory.records import tier_name
 
     return {
@@ -154,7 +164,7 @@ def _as_json(record: Any) -> dict[str, Any]:
     }
 
 
-def _line(record: Any, extra: str = "") -> str:
+def _line(record: MemoryRecord, extra: str = "") -> str:
     from engine.memory.records import tier_name
 
     kind = record.kind.value
@@ -230,8 +240,8 @@ async def _compact(args: argparse.Namespace, opened: _Opened) -> int:
     return 0
 
 
-def _job_json(state: Any) -> dict[str, Any]:
-    def stamp(value: Any) -> str | None:
+def _job_json(state: JobState) -> dict[str, Any]:
+    def stamp(value: datetime | None) -> str | None:
         return None if value is None else value.isoformat()
 
     return {
