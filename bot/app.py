@@ -22,6 +22,8 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import AsyncExitStack
 from typing import Any, Final, TextIO
 
+from pydantic import SecretStr
+
 from adapters.console.frontend import ConsoleFrontend
 from adapters.llm import OFFLINE_ANNOUNCEMENT, ChatModelPool
 from adapters.secrets import build_secret_cipher
@@ -41,11 +43,9 @@ SHUTDOWN_GRACE_S = 5.0
 """How long running front ends get to finish when the process is asked to stop."""
 
 
-def _secret(value: Any) -> str | None:
-    if value is None:
-        return None
-    text = value.get_secret_value() if hasattr(value, "get_secret_value") else str(value)
-    return text or None
+def _secret(value: SecretStr | None) -> str | None:
+    """The configured secret's text; None when it is unset or empty."""
+    return (value.get_secret_value() or None) if value is not None else None
 
 
 class Application:

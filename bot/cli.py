@@ -1,21 +1,32 @@
 """The ``tavernbot`` command line.
 
 Each command group lives in its own module under :mod:`bot.cli_commands` and exposes
-``register(subparsers)``; this module only finds them, parses, and maps errors to exit codes:
+``register(subparsers)``; this module lists them, parses, and maps errors to exit codes:
 0 success, 1 failure, 2 bad configuration or usage.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
-import pkgutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Final
 
-from bot import cli_commands
+from bot.cli_commands import (
+    Subcommands,
+    chat,
+    config,
+    db,
+    doctor,
+    exports,
+    imports,
+    macros,
+    memory,
+    prompt,
+    run,
+)
 from bot.config import ConfigError, Settings, load_settings
 from engine.errors import EngineError
 from engine.redaction import RedactingFilter
@@ -24,19 +35,36 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
+Handler = Callable[[argparse.Namespace], "int | None"]
+"""What a command's parser sets as ``handler``: runs the command, returns its exit code."""
+
+COMMANDS: Final[tuple[Callable[[Subcommands], None], ...]] = (
+    chat.register,
+    config.register,
+    db.register,
+    doctor.register,
+    exports.register,
+    imports.register,
+    macros.register,
+    memory.register,
+    prompt.register,
+    run.register,
+)
+"""Every command group's ``register``, in name order (the order ``--help`` lists them)."""
+
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full parser, with every command module registered in name order."""
+    """The full parser, with every command group of :data:`COMMANDS` registered."""
     parser = argparse.ArgumentParser(
         prog="tavernbot",
         description="SillyTavern-grade role-play on Discord, Telegram and the terminal.",
     )
     parser.add_argument("--config", type=Path, default=None, help="TOML config file")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.set_defaults(handler=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(cli_commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{cli_commands.__name__}.{info.name}")
-        module.register(sub)
+    for register in COMMANDS:
+        register(sub)
     return parser
 
 
@@ -72,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     setup_logging(verbose=args.verbose)
-    handler = getattr(args, "handler", None)
+    handler: Handler | None = args.handler
     if handler is None:
         parser.print_help()
         return EXIT_USAGE

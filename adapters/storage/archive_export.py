@@ -138,10 +138,12 @@ class ArchiveExporter:
             ),
             key=lambda s: s.page,
         )
+        # Read by name from the stored form, as an import rebinds them (archive_repo._rebind).
         settings = session.settings
+        stored = settings.to_json()
         wanted: list[tuple[str, str]] = []
         for kind, attr in ASSET_SETTINGS:
-            bound = getattr(settings, attr)
+            bound = stored.get(attr)
             names = [bound] if isinstance(bound, str) else list(bound or ())
             wanted.extend((kind, name) for name in names)
         assets: list[ArchiveAsset] = []

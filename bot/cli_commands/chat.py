@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 from pathlib import Path
-from typing import Any
 
+from bot.cli_commands import Subcommands
 from engine.errors import FormatError
 from engine.turns.api import AssetKind
 from engine.turns.options import PROMPT_MODES, SWITCH_VALUES
@@ -19,7 +19,7 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 """A file given on the command line larger than this is refused."""
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     """Add the ``chat`` command."""
     parser = sub.add_parser("chat", help="play in the terminal")
     parser.add_argument("--session", default=None, help="session name (default from config)")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
+from bot.cli_commands import Subcommands
 from engine.redaction import redact_url
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     """Add the ``config`` command group."""
     parser = sub.add_parser("config", help="inspect the configuration")
     inner = parser.add_subparsers(dest="config_command", metavar="ACTION", required=True)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+
+from bot.cli_commands import Subcommands
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     """Add the ``db`` command group."""
     parser = sub.add_parser("db", help="manage the database")
     inner = parser.add_subparsers(dest="db_command", metavar="ACTION", required=True)

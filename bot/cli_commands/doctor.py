@@ -8,9 +8,16 @@ import asyncio
 import re
 import sys
 from collections.abc import Callable
-from typing import Any, Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
+from bot.cli_commands import Subcommands
 from engine.redaction import redact_text, redact_url
+
+if TYPE_CHECKING:  # loaded when the command runs, so ``tavernbot --help`` stays fast
+    from openai import AsyncOpenAI
+    from pydantic import SecretStr
+
+    from bot.config import Settings
 
 DISCORD_TOKEN: Final = re.compile(r"^[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{20,}$")
 TELEGRAM_TOKEN: Final = re.compile(r"^\d{5,}:[A-Za-z0-9_-]{30,}$")
@@ -18,7 +25,7 @@ ENDPOINT_TIMEOUT_S: Final = 10.0
 """How long the model endpoint gets to list its models."""
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     """Add the ``doctor`` command."""
     parser = sub.add_parser("doctor", help="check the configuration and connections")
     parser.set_defaults(handler=_doctor)
@@ -56,7 +63,7 @@ def _doctor(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return asyncio.run(check(settings, report))
 
 
-async def check(settings: Any, report: Report) -> int:
+async def check(settings: Settings, report: Report) -> int:
     """Run every check; returns the exit code."""
     await _database(settings.database.url, report)
     _token(
@@ -97,7 +104,9 @@ async def _database(url: str, report: Report) -> None:
         report.warn("database", f"{shown} is at {current}, {head} is newest: run `db upgrade`")
 
 
-def _token(report: Report, what: str, value: Any, pattern: re.Pattern[str], shape: str) -> None:
+def _token(
+    report: Report, what: str, value: SecretStr | None, pattern: re.Pattern[str], shape: str
+) -> None:
     secret = value.get_secret_value() if value is not None else ""
     if not secret:
         report.ok(what, "not configured (platform off)")
@@ -108,17 +117,18 @@ def _token(report: Report, what: str, value: Any, pattern: re.Pattern[str], shap
 
 
 async def _endpoint(
-    settings: Any, report: Report, *, client: Callable[..., Any] | None = None
+    settings: Settings, report: Report, *, client: Callable[..., AsyncOpenAI] | None = None
 ) -> None:
     llm = settings.llm
-    if settings.uses_offline_model:
+    base_url = llm.base_url
+    if settings.uses_offline_model or base_url is None:
         report.warn("model", "no endpoint configured: the offline provider answers (demo only)")
         return
     from openai import APIConnectionError, APIStatusError, AsyncOpenAI
 
     key = llm.api_key.get_secret_value() if llm.api_key is not None else "no-key"
-    where = redact_url(llm.base_url)
-    api = (client or AsyncOpenAI)(base_url=llm.base_url, api_key=key, max_retries=0)
+    where = redact_url(base_url)
+    api = (client or AsyncOpenAI)(base_url=base_url, api_key=key, max_retries=0)
     try:
         page = await asyncio.wait_for(api.models.list(), ENDPOINT_TIMEOUT_S)
         names = [m.id for m in page.data]

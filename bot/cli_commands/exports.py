@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from bot.cli_commands import Subcommands
 from bot.cli_commands.imports import CONSOLE, DEFAULT_REALM, open_service, realm_id_of
 from engine.formats.archive import archive_to_bytes
 from engine.formats.cards import card_from_asset, card_to_json_bytes, card_to_png
@@ -36,7 +37,7 @@ KINDS: Final = ("chat", "card", "preset", "worldbook", "regex")
 FORMATS: Final = ("jsonl", "native")
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     """Add the ``export`` command."""
     parser = sub.add_parser("export", help="export a chat (JSONL or native archive) or an asset")
     parser.add_argument("kind", choices=KINDS, help="what to export")

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, get_args
 
+from bot.cli_commands import Subcommands
 from engine.errors import FormatError
 from engine.formats.archive import Archive, looks_like_archive, parse_archive
 from engine.formats.archive_st import archive_from_st_chat
@@ -64,7 +65,7 @@ class Prepared:
     archive: Archive | None = None
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     """Add the ``import`` command."""
     parser = sub.add_parser("import", help="import a SillyTavern file or a native archive")
     parser.add_argument("kind", choices=KINDS, help="what the file is")

@@ -21,13 +21,14 @@ import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from bot.cli_commands import Subcommands
 from engine.errors import FormatError
 from engine.formats.json_input import decode_text, loads
 from engine.macros import PHASES, MacroContext, evaluate
 from engine.macros.envjson import run_case
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     """Add the ``macros`` command group."""
     parser = sub.add_parser("macros", help="evaluate macro text (conformance and debugging)")
     inner = parser.add_subparsers(dest="macros_command", metavar="ACTION", required=True)

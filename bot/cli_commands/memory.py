@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from bot.cli_commands import Subcommands
+
 if TYPE_CHECKING:  # the command's own imports are deferred: ``tavernbot --help`` stays fast
     from adapters.llm.factory import ClosableChatModel
     from adapters.storage import SqlStorage
@@ -35,7 +37,7 @@ MAX_LINE_CHARS: Final = 160
 DEFAULT_SEARCH_LIMIT: Final = 20
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     """Add the ``memory`` command group."""
     parser = sub.add_parser("memory", help="inspect and maintain long-term memory")
     inner = parser.add_subparsers(dest="memory_command", metavar="ACTION", required=True)

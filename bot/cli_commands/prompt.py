@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from bot.cli_commands import Subcommands
 from engine.errors import FormatError
 from engine.formats.cards import CharacterCard, parse_card
 from engine.formats.json_input import load_object, loads
@@ -40,7 +41,7 @@ from engine.prompt.wi_sources import BookSource
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     """Add the ``prompt`` command group."""
     parser = sub.add_parser("prompt", help="inspect prompt assembly")
     inner = parser.add_subparsers(dest="prompt_command", metavar="ACTION", required=True)

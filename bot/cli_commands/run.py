@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
+
+from bot.cli_commands import Subcommands
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     """Add the ``run`` command."""
     parser = sub.add_parser("run", help="run the bot on every configured platform")
     parser.set_defaults(handler=_run)
