@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.errors import ConflictError, InvalidTransitionError, NotFoundError
+from engine.errors import ConflictError, EngineError, InvalidTransitionError, NotFoundError
 
 
 class TimelineNotFoundError(NotFoundError):
@@ -27,3 +27,7 @@ class BranchBusyError(ConflictError):
 
 class DuplicateNameError(ConflictError):
     """A branch, session or asset with this name already exists."""
+
+
+class InvalidNameError(EngineError):
+    """A branch, session or asset name is empty, or an asset kind is not one of the kinds."""

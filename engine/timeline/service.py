@@ -1,19 +1,19 @@
 """The timeline service: sessions, branches, floors and pages, on the storage port only.
 
-Every method is one short unit of work. The turn workflow drives a turn like this::
+Every method is one short unit of work. A turn (:mod:`engine.turns`) opens its floor with
+:func:`open_generating` inside the unit of work that also reads what the turn needs: the new
+floor is ``generating`` at once, with the user's input and a pending page 1. It then calls the
+model outside any transaction, staging variable writes in memory, and ends with one of::
 
-    opened = await timeline.open_session("discord", realm_key, channel_id)
-    floor = await timeline.open_floor(opened.main.id, inputs)       # draft, inputs recorded
-    floor = await timeline.start_generating(floor.id)               # draft -> generating
-    page = await timeline.add_page(floor.id)                        # page 1, pending
-    base = await variables.base_for(floor.id)                       # state the page starts from
-    ...  # call the model outside any transaction, stage writes in memory
     await timeline.commit_page(page.id, messages=replies, writes=staged)   # all or nothing
-    # or: await timeline.fail_page(page.id, "why")                  # floor -> failed
+    await timeline.fail_page(page.id, "why")                        # the floor fails with it
 
-A regenerate is ``add_page`` on the committed latest floor, then ``commit_page`` (the new page
-becomes active) or ``fail_page`` (the floor keeps its old active page). A swipe is
-``activate_page``. Refusals raise the errors of :mod:`engine.timeline.errors`.
+:meth:`TimelineService.open_floor` makes a ``draft`` floor instead (a greeting, an import, a
+failed turn's record of its input), moved on by ``start_generating`` and ``add_page`` or
+failed by ``fail_floor``; both ways of opening share the same checks. A regenerate is
+``add_page`` on the committed latest floor, then ``commit_page`` (the new page becomes active)
+or ``fail_page`` (the floor keeps its old active page). A swipe is ``activate_page``. Refusals
+raise the errors of :mod:`engine.timeline.errors`.
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from engine.errors import ConflictError, EngineError, LimitExceededError
-from engine.ports import Event, EventSink, Storage, UnitOfWork
+from engine.errors import ConflictError, LimitExceededError
+from engine.ports import Event, EventSink, LatestFloor, Storage, UnitOfWork
 from engine.timeline.errors import (
     BranchBusyError,
     DuplicateNameError,
+    InvalidNameError,
     PageTransitionError,
     StaleStateError,
     TimelineNotFoundError,
@@ -49,7 +50,13 @@ from engine.timeline.values import (
     SessionSettings,
 )
 from engine.variables import store
-from engine.variables.values import MAX_KEY_LENGTH, MAX_WRITES_PER_PAGE, SCOPES, Mutation
+from engine.variables.values import (
+    MAX_KEY_LENGTH,
+    MAX_WRITES_PER_PAGE,
+    Mutation,
+    UnknownScopeError,
+    check_scope,
+)
 
 MAX_PAGES_PER_FLOOR: Final = 100
 """Swipes kept per floor; regenerating beyond this is refused."""
@@ -57,10 +64,6 @@ MAX_INPUTS_PER_FLOOR: Final = 200
 """User messages one floor may collect."""
 INTERRUPTED: Final = "interrupted: the process stopped while this was generating"
 INTERRUPTED_DRAFT: Final = "interrupted: the process stopped before this floor was generated"
-
-
-class InvalidNameError(EngineError):
-    """A branch, session or asset name is empty or too long."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,8 +99,10 @@ def check_writes(writes: Sequence[Mutation], *, where: str) -> None:
             value=MAX_WRITES_PER_PAGE,
         )
     for write in writes:
-        if write.scope not in SCOPES:
-            raise PageTransitionError(f"{where}: unknown variable scope {write.scope!r}")
+        try:
+            check_scope(write.scope)
+        except UnknownScopeError as exc:
+            raise UnknownScopeError(f"{where}: {exc}") from None
         if not write.key or len(write.key) > MAX_KEY_LENGTH:
             raise LimitExceededError(
                 f"{where}: variable name {write.key[:40]!r} must be 1..{MAX_KEY_LENGTH} long",
@@ -125,22 +130,14 @@ class OpenedFloor:
     floor_scope: Mapping[str, Any]
 
 
-async def open_generating(
-    uow: UnitOfWork,
-    branch: Branch,
-    branches: Sequence[Branch],
-    inputs: Sequence[NewMessage],
-    *,
-    owner: str | None = None,
-) -> OpenedFloor:
-    """Inside ``uow``: what :meth:`TimelineService.open_floor`, ``start_generating`` and
-    ``add_page`` do in three units of work, in one. The new floor after the branch's head is
-    ``generating`` with ``inputs`` and a pending page 1; its floor scope (explicit writes
-    made for it) is materialised. ``branches``: every branch of the session, read in ``uow``.
-    BranchBusyError while another floor or page of the branch is in progress. The caller
-    emits ``floor.created`` once ``uow`` has committed. ``owner``: the process lease the
-    floor and page belong to."""
-    check_inputs(inputs, where=f"branch {branch.id}")
+async def _next_floor(
+    uow: UnitOfWork, branch: Branch, branches: Sequence[Branch], inputs: Sequence[NewMessage]
+) -> tuple[int, LatestFloor]:
+    """Inside ``uow``: the checks every new floor passes, with the branch locked. Returns the
+    new floor's number and what was found at the branch's head (``next_floor_writes`` set
+    when explicit floor-scope writes may wait for the new floor). BranchBusyError while
+    another floor or page of the branch is in progress."""
+    check_inputs(inputs, where=f"branch {branch.name!r}")
     await uow.branches.lock(branch.id)
     found = await uow.floors.latest_for_open(branch.id)
     latest = found.floor
@@ -156,15 +153,46 @@ async def open_generating(
     seq = (base if newest is None else max(newest.seq, base)) + 1
     if latest is None or latest.seq != seq - 1:
         found = replace(found, next_floor_writes=True)  # positioned after a failed floor
-    floor, page = await uow.floors.open_generating(
-        branch_id=branch.id, seq=seq, inputs=inputs, owner=owner
-    )
+    return seq, found
+
+
+async def _settle_new_floor(
+    uow: UnitOfWork,
+    branch: Branch,
+    floor: Floor,
+    inputs: Sequence[NewMessage],
+    found: LatestFloor,
+) -> dict[str, Any]:
+    """Inside ``uow``: link a new floor's inputs to their platform messages and materialise
+    its floor scope (explicit writes made for it before it existed); returns that scope."""
     await _link_inputs(uow, branch.session_id, floor, inputs)
     scope: dict[str, Any] = {}
     if found.next_floor_writes:  # rare: explicit floor-scope writes made before this floor
         scope = await store.floor_scope(uow, floor, None)
         if scope:
             await uow.variables.replace("floor", floor.id, scope)
+    return scope
+
+
+async def open_generating(
+    uow: UnitOfWork,
+    branch: Branch,
+    branches: Sequence[Branch],
+    inputs: Sequence[NewMessage],
+    *,
+    owner: str | None = None,
+) -> OpenedFloor:
+    """Inside ``uow``: a turn's new floor after the branch's head, already ``generating``
+    with ``inputs`` and a pending page 1; its floor scope (explicit writes made for it) is
+    materialised. ``branches``: every branch of the session, read in ``uow``.
+    BranchBusyError while another floor or page of the branch is in progress. The caller
+    emits ``floor.created`` once ``uow`` has committed. ``owner``: the process lease the
+    floor and page belong to."""
+    seq, found = await _next_floor(uow, branch, branches, inputs)
+    floor, page = await uow.floors.open_generating(
+        branch_id=branch.id, seq=seq, inputs=inputs, owner=owner
+    )
+    scope = await _settle_new_floor(uow, branch, floor, inputs, found)
     return OpenedFloor(floor=floor, page=page, floor_scope=scope)
 
 
@@ -257,7 +285,7 @@ class TimelineService:
         async with self._storage.read() as uow:
             found = await uow.branches.find(session_id, name)
         if found is None:
-            raise TimelineNotFoundError(f"session {session_id} has no branch named {name!r}")
+            raise TimelineNotFoundError(f"this session has no branch named {name!r}")
         return found
 
     async def head(self, branch_id: int) -> int:
@@ -300,71 +328,21 @@ class TimelineService:
         self._emit("branch.created", branch=created.name, parent=source.name, after_floor=at)
         return created
 
-    async def reset(self, session_id: int) -> Branch:
-        """Start the session over: its ``main`` branch is kept, renamed ``main@<id>`` (every
-        floor and variable stays recoverable), and a fresh, empty ``main`` replaces it."""
-        async with self._storage.unit_of_work() as uow:
-            old = await uow.branches.find(session_id, MAIN_BRANCH)
-            if old is None:
-                raise TimelineNotFoundError(f"session {session_id} has no main branch")
-            await uow.branches.lock(old.id)
-            await uow.branches.rename(old.id, f"{MAIN_BRANCH}@{old.id}")
-            fresh = await uow.branches.add(
-                session_id=session_id,
-                name=MAIN_BRANCH,
-                parent_id=None,
-                fork_floor=None,
-                fork_page=None,
-            )
-        self._emit("branch.created", branch=fresh.name, parent=None, after_floor=None)
-        return fresh
-
     # ------------------------------------------------------------------ floors
 
     async def open_floor(self, branch_id: int, inputs: Sequence[NewMessage] = ()) -> Floor:
-        """A new draft floor after the branch's newest floor (a failed one keeps its number),
-        holding the user's input messages. BranchBusyError while another floor or page of
-        the branch is in progress."""
-        self._check_inputs(inputs, where=f"branch {branch_id}")
+        """A new ``draft`` floor after the branch's newest floor (a failed one keeps its
+        number), holding the user's input messages; the checks are :func:`open_generating`'s.
+        BranchBusyError while another floor or page of the branch is in progress."""
         async with self._storage.unit_of_work() as uow:
             branch = await uow.branches.get(branch_id)
-            await uow.branches.lock(branch.id)
-            latest = await uow.floors.latest(branch.id)
-            if latest is not None and latest.state != "committed":
-                raise BranchBusyError(
-                    f"branch {branch.name!r}: floor {latest.seq} is still {latest.state}"
-                )
-            if latest is not None:
-                pages = await uow.pages.of_floors([latest.id])
-                if any(p.status == "pending" for p in pages):
-                    raise BranchBusyError(
-                        f"branch {branch.name!r}: floor {latest.seq} is regenerating"
-                    )
-            seq = await store.next_seq(uow, await store.lineage_of(uow, branch))
+            branches = await uow.branches.list(branch.session_id)
+            seq, found = await _next_floor(uow, branch, branches, inputs)
             floor = await uow.floors.add(branch_id=branch.id, seq=seq, owner=self.owner)
             await uow.messages.add(floor_id=floor.id, page_id=None, messages=inputs)
-            await _link_inputs(uow, branch.session_id, floor, inputs)
-            scope = await store.floor_scope(uow, floor, None)
-            if scope:
-                await uow.variables.replace("floor", floor.id, scope)
+            await _settle_new_floor(uow, branch, floor, inputs, found)
         self._emit("floor.created", branch_id=branch_id, floor=floor.seq)
         return floor
-
-    def _check_inputs(self, inputs: Sequence[NewMessage], *, where: str) -> None:
-        check_inputs(inputs, where=where)
-
-    async def add_inputs(self, floor_id: int, inputs: Sequence[NewMessage]) -> None:
-        """Append more user messages to a draft floor (messages collected before a reply)."""
-        self._check_inputs(inputs, where=f"floor {floor_id}")
-        async with self._storage.unit_of_work() as uow:
-            floor = await uow.floors.get(floor_id)
-            if floor.state != "draft":
-                raise PageTransitionError(
-                    f"floor {floor.seq} is {floor.state}; only a draft floor takes more input"
-                )
-            await uow.messages.add(floor_id=floor.id, page_id=None, messages=inputs)
-            branch = await uow.branches.get(floor.branch_id)
-            await _link_inputs(uow, branch.session_id, floor, inputs)
 
     async def start_generating(self, floor_id: int) -> Floor:
         """Move a draft floor to ``generating`` (compare-and-set)."""
@@ -450,14 +428,14 @@ class TimelineService:
         ``known``: the page's context as its caller left it (a pending page on a generating
         or committed floor), which saves reading it; the compare-and-set updates still
         refuse a page or floor that changed since (StaleStateError)."""
-        check_writes(writes, where=f"page {page_id}")
         async with self._storage.unit_of_work() as uow:
             ctx = known if known is not None else await uow.pages.context(page_id)
-            if ctx.page.id != page_id:
-                raise PageTransitionError(f"page {page_id}: the known context is another page's")
-            await uow.branches.lock(ctx.branch.id)
             page, floor = ctx.page, ctx.floor
             where = f"floor {floor.seq} page {page.number}"
+            if page.id != page_id:
+                raise PageTransitionError(f"{where}: not the page being committed")
+            check_writes(writes, where=where)
+            await uow.branches.lock(ctx.branch.id)
             check_page_transition(page.status, "committed", where=where)
             new_floor = floor.state != "committed"
             if new_floor:

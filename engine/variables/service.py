@@ -16,12 +16,12 @@ from engine.variables import store
 from engine.variables.fold import delta_of
 from engine.variables.values import (
     MAX_KEY_LENGTH,
-    SCOPES,
     HistoryEntry,
     Mutation,
     NewLogEntry,
     Scope,
     VariableState,
+    check_scope,
     check_storable,
 )
 
@@ -117,8 +117,7 @@ class VariableService:
         self, branch_id: int, mutation: Mutation, *, page_id: int | None = None
     ) -> None:
         """Apply one explicit mutation now (logged, and materialised)."""
-        if mutation.scope not in SCOPES:
-            raise PageTransitionError(f"unknown variable scope {mutation.scope!r}")
+        check_scope(mutation.scope)
         if mutation.op == "set":
             check_storable(mutation.key, mutation.value)
         if not mutation.key or len(mutation.key) > MAX_KEY_LENGTH:

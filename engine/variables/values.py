@@ -35,6 +35,17 @@ class VariableValueError(EngineError, ValueError):
     staged or stored. Also a ValueError, so a tool call reports it to the model."""
 
 
+class UnknownScopeError(EngineError, ValueError):
+    """A write names a scope that is not one of :data:`SCOPES`; refused before anything is
+    stored. Also a ValueError, so a tool call reports it to the model."""
+
+
+def check_scope(scope: str) -> None:
+    """Refuse a scope that is not one of the five (:class:`UnknownScopeError`)."""
+    if scope not in SCOPES:
+        raise UnknownScopeError(f"unknown variable scope {scope!r} (one of {', '.join(SCOPES)})")
+
+
 def first_non_finite(value: Any) -> float | None:
     """The first NaN or infinite number inside ``value`` (a JSON-like value), else None.
 

@@ -6,14 +6,9 @@ import pytest
 
 from engine.errors import LimitExceededError
 from engine.timeline.assets import AssetService
-from engine.timeline.errors import TimelineNotFoundError
+from engine.timeline.errors import InvalidNameError, TimelineNotFoundError
 from engine.timeline.history import MAX_HISTORY
-from engine.timeline.service import (
-    INTERRUPTED,
-    MAX_INPUTS_PER_FLOOR,
-    MAX_PAGES_PER_FLOOR,
-    InvalidNameError,
-)
+from engine.timeline.service import INTERRUPTED, MAX_INPUTS_PER_FLOOR, MAX_PAGES_PER_FLOOR
 from engine.timeline.values import MAX_NAME_LENGTH, NewMessage, SessionSettings
 from engine.variables.values import MAX_KEY_LENGTH, MAX_WRITES_PER_PAGE, Mutation
 from tests.test_storage.support import World, put
@@ -170,19 +165,3 @@ async def test_named_limits(storage) -> None:
     with pytest.raises(LimitExceededError) as caught:
         await world.timeline.add_page(floor.id)
     assert caught.value.limit == "MAX_PAGES_PER_FLOOR"
-
-
-async def test_reset_starts_a_fresh_main_and_keeps_the_old_one(storage) -> None:
-    world = World(storage)
-    opened = await world.session()
-    await world.turn(opened.main.id, [put("branch", "hp", 3), put("chat", "c", 1)])
-    fresh = await world.timeline.reset(opened.session.id)
-    again = await world.session()
-    assert again.main.id == fresh.id != opened.main.id
-    assert await world.timeline.head(fresh.id) == 0
-    state = await world.variables.state(fresh.id)
-    assert state.branch == {} and state.chat == {"c": 1}
-    archived = await world.timeline.branch(opened.session.id, f"main@{opened.main.id}")
-    assert archived.id == opened.main.id
-    assert (await world.variables.state(archived.id)).branch == {"hp": 3}
-    assert len(await world.history.history(archived.id)) == 1
