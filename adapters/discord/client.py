@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import discord
 from discord import app_commands
 
+from adapters.discord.events import Events
 from adapters.discord.options import DiscordOptions
-
-if TYPE_CHECKING:
-    from adapters.discord.runner import DiscordRunner
+from adapters.discord.reactions import Reactions
+from adapters.discord.tasks import TaskOwner
 
 _log = logging.getLogger(__name__)
 MAX_CACHED_MESSAGES = 1_000
@@ -40,10 +40,54 @@ def build_intents(options: DiscordOptions) -> discord.Intents:
     return intents
 
 
-class TavernClient(discord.Client):
-    """A discord.py client whose events go to a :class:`DiscordRunner`'s parts."""
+class Front(Protocol):
+    """What the client hands its events to: the runner's public parts (typed here so that
+    this module does not import the runner, which builds the client)."""
 
-    def __init__(self, runner: DiscordRunner, options: DiscordOptions) -> None:
+    @property
+    def errors(self) -> list[BaseException]:
+        """Errors raised in event and command handlers, kept for the runner's owner."""
+
+    @property
+    def tasks(self) -> TaskOwner:
+        """The owner of the front end's background tasks."""
+
+    @property
+    def events(self) -> Events:
+        """Message, edit, delete and thread events."""
+
+    @property
+    def reactions(self) -> Reactions:
+        """Reactions on replies."""
+
+    async def setup(self) -> None:
+        """Before connecting."""
+
+    async def on_ready(self) -> None:
+        """Once the gateway is ready."""
+
+
+class TavernTree(app_commands.CommandTree["TavernClient"]):
+    """The command tree: a failed command is logged, kept in the front's errors and answered."""
+
+    async def on_error(
+        self,
+        interaction: discord.Interaction[TavernClient],
+        error: app_commands.AppCommandError,
+        /,
+    ) -> None:
+        _log.error("command failed", exc_info=error)
+        self.client.runner.errors.append(error)
+        if not interaction.response.is_done():
+            await interaction.response.send_message(
+                "Something went wrong with that command.", ephemeral=True
+            )
+
+
+class TavernClient(discord.Client):
+    """A discord.py client whose events go to a :class:`Front`'s parts (the runner's)."""
+
+    def __init__(self, runner: Front, options: DiscordOptions) -> None:
         super().__init__(
             intents=build_intents(options),
             guild_ready_timeout=options.guild_ready_timeout_s,
@@ -52,8 +96,7 @@ class TavernClient(discord.Client):
             chunk_guilds_at_startup=False,
         )
         self.runner = runner
-        self.tree = app_commands.CommandTree(self)
-        self.tree.on_error = self._on_command_error  # type: ignore[method-assign]
+        self.tree = TavernTree(self)
 
     async def setup_hook(self) -> None:
         await self.runner.setup()
@@ -86,13 +129,3 @@ class TavernClient(discord.Client):
         _log.exception("error in %s", event_method)
         if error is not None:
             self.runner.errors.append(error)
-
-    async def _on_command_error(
-        self, interaction: discord.Interaction, error: app_commands.AppCommandError
-    ) -> None:
-        _log.error("command failed", exc_info=error)
-        self.runner.errors.append(error)
-        if not interaction.response.is_done():
-            await interaction.response.send_message(
-                "Something went wrong with that command.", ephemeral=True
-            )

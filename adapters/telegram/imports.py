@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from engine.errors import FormatError
 from engine.turns.api import AssetKind
@@ -75,8 +75,8 @@ def _json_kind(parsed: Any) -> Detected | None:
         return None
     if not isinstance(parsed, dict):
         return None
-    data = parsed.get("data") if isinstance(parsed.get("data"), dict) else parsed
-    data = cast(dict[str, Any], data)
+    inner = parsed.get("data")
+    data: dict[str, Any] = inner if isinstance(inner, dict) else parsed
     if str(parsed.get("spec", "")).startswith("chara_card") or (
         "name" in data and ("first_mes" in data or "personality" in data or "description" in data)
     ):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from aiogram import BaseMiddleware
 from aiogram.types import CallbackQuery, Chat, Message, TelegramObject, Update, User
@@ -66,7 +66,7 @@ class OrderMiddleware(BaseMiddleware):
             # Collected before waiting for the chat, so that lines arriving during a turn
             # are all in the next floor.
             if self._is_line(event.message):
-                self.state.inbox.collect(event.message)  # type: ignore[arg-type]
+                self.state.inbox.collect(event.message)
             if not self.batch or not self._is_line(event.message):
                 self.state.inbox.seal(chat.id)
             async with self.state.ordered(chat.id):
@@ -76,7 +76,7 @@ class OrderMiddleware(BaseMiddleware):
             if self.in_flight == 0:
                 self._idle.set()
 
-    def _is_line(self, message: Message | None) -> bool:
+    def _is_line(self, message: Message | None) -> TypeGuard[Message]:
         """Whether the message is role-play text the messages router will play."""
         if message is None or not message.text or message.text.startswith("/"):
             return False

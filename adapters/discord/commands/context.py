@@ -74,9 +74,8 @@ def is_game_master(interaction: discord.Interaction, role_name: str) -> bool:
         return True
     if interaction.permissions.manage_guild:
         return True
-    user = interaction.user
-    roles = getattr(user, "roles", [])
-    return any(role.name == role_name for role in roles)
+    user = interaction.user  # a Member in a guild; a bare User carries no roles
+    return isinstance(user, discord.Member) and any(role.name == role_name for role in user.roles)
 
 
 def require_game_master(deps: CommandDeps, interaction: discord.Interaction) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, cast, get_args
+from typing import Any, Final
 
 from aiogram import Bot, Router
 from aiogram.filters import Command, CommandObject, CommandStart
@@ -37,8 +37,8 @@ from engine.errors import EngineError
 from engine.turns.api import MAIN_BRANCH, Scope, SessionInfo
 from engine.turns.notes import summarize_note
 from engine.turns.options import option_lines
+from engine.variables.values import SCOPES
 
-SCOPES: tuple[str, ...] = get_args(Scope)
 DRYRUN_PREVIEW_CHARS = 200
 """How much of each prompt message ``/dryrun`` shows."""
 MEMORY_SHOWN = 20
@@ -96,6 +96,14 @@ def command_scopes() -> list[tuple[list[BotCommand], Any]]:
         (group, BotCommandScopeAllGroupChats()),
         (every, BotCommandScopeAllChatAdministrators()),
     ]
+
+
+def as_scope(word: str) -> Scope | None:
+    """The variable scope ``word`` names exactly, None when it names none."""
+    for scope in SCOPES:
+        if word == scope:
+            return scope
+    return None
 
 
 def parse_value(text: str) -> Any:
@@ -227,11 +235,12 @@ def build(frontend: Frontend) -> Router:
 
     @command("vars")
     async def vars_(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
-        scope = (cmd.args or "").strip().lower() or None
-        if scope is not None and scope not in SCOPES:
-            await reply(message, bot, f"Unknown scope {scope!r}; use one of {', '.join(SCOPES)}.")
+        word = (cmd.args or "").strip().lower()
+        scope = as_scope(word)
+        if word and scope is None:
+            await reply(message, bot, f"Unknown scope {word!r}; use one of {', '.join(SCOPES)}.")
             return
-        values = await service.variables(where.key, where.branch, cast(Scope | None, scope))
+        values = await service.variables(where.key, where.branch, scope)
         title = f"{scope} scope" if scope else "merged view"
         if not values:
             await reply(message, bot, f"No variables ({title}, branch {where.branch}).")
@@ -267,21 +276,23 @@ def build(frontend: Frontend) -> Router:
         if len(tokens) < 2:
             await reply(message, bot, "Usage: /setvar name value [scope]")
             return
-        scope = "chat"
-        if len(tokens) >= 3 and tokens[-1].lower() in SCOPES:
-            scope = tokens.pop().lower()
+        scope: Scope = "chat"
+        named = as_scope(tokens[-1].lower()) if len(tokens) >= 3 else None
+        if named is not None:
+            scope = named
+            tokens.pop()
         name, value = tokens[0], parse_value(" ".join(tokens[1:]))
-        await service.set_variable(where.key, where.branch, name, value, cast(Scope, scope))
+        await service.set_variable(where.key, where.branch, name, value, scope)
         await reply(message, bot, f"Set {name} = {shown(value)} ({scope} scope).")
 
     @command("delvar")
     async def delvar(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
         tokens = (cmd.args or "").split()
-        if not tokens or len(tokens) > 2 or (len(tokens) == 2 and tokens[1] not in SCOPES):
+        scope = as_scope(tokens[1]) if len(tokens) == 2 else "chat"
+        if not tokens or len(tokens) > 2 or scope is None:
             await reply(message, bot, "Usage: /delvar name [scope]")
             return
-        scope = tokens[1] if len(tokens) == 2 else "chat"
-        await service.delete_variable(where.key, where.branch, tokens[0], cast(Scope, scope))
+        await service.delete_variable(where.key, where.branch, tokens[0], scope)
         await reply(message, bot, f"Deleted {tokens[0]} ({scope} scope).")
 
     @command("regen")
