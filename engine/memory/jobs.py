@@ -9,6 +9,11 @@ compare-and-set on ``revision``, so among instances racing for a job exactly one
        ^                  |--fail--> retry_waiting (backoff 1 s x 2^n, cap 30 s) --due--> lease
        |                  |--fail, attempts exhausted or fatal--> dead_letter
        +--recover---------+  lease expired: re-leasable once (a second expiry: dead_letter)
+                          |--renew--> leased (a heartbeat, every LEASE_RENEW_FRACTION of it)
+
+A running job renews its lease while it runs (:mod:`engine.memory.heartbeat`), so a long run
+is never taken over; its timeout is shorter than the lease, so a run is cut by its own worker
+before its lease could run out.
 
 After a restart, :func:`recover` turns leases of the dead process (or expired ones) back into a
 due run, and a periodic run missed while the bot was down becomes due exactly once, not once
@@ -20,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Final
 
 from engine.memory.errors import JobTransitionError, MemoryPolicyError
 
@@ -29,6 +35,9 @@ BACKOFF_CAP = timedelta(seconds=30)
 LEASE_TTL = timedelta(seconds=120)
 JOB_TIMEOUT = timedelta(seconds=90)
 MAX_LEASE_TAKEOVERS = 1
+LEASE_RENEW_FRACTION: Final = 1 / 3
+"""A running job renews its lease after this fraction of ``lease_ttl``: two renewals in a row
+may fail (a slow database) before the lease runs out."""
 MAINTENANCE_INTERVAL = timedelta(minutes=60)
 MAX_ERROR_CHARS = 500
 
@@ -71,10 +80,27 @@ class JobPolicy:
             raise MemoryPolicyError("job backoff needs 0 < base <= cap")
         if self.lease_ttl <= timedelta(0) or self.timeout <= timedelta(0):
             raise MemoryPolicyError("job lease_ttl and timeout must be positive")
+        if self.timeout >= self.lease_ttl:
+            # A run cut at its timeout must end while its lease still holds: otherwise another
+            # worker could take the lease over and run the job beside it.
+            raise MemoryPolicyError(
+                f"job timeout {_seconds(self.timeout)} s must be shorter than its lease "
+                f"{_seconds(self.lease_ttl)} s"
+            )
         if self.max_lease_takeovers < 0:
             raise MemoryPolicyError("job max_lease_takeovers must be >= 0")
         if self.interval is not None and self.interval <= timedelta(0):
             raise MemoryPolicyError("job interval must be positive")
+
+    @property
+    def renew_interval(self) -> timedelta:
+        """How often a running job renews its lease (:data:`LEASE_RENEW_FRACTION` of it)."""
+        return self.lease_ttl * LEASE_RENEW_FRACTION
+
+
+def _seconds(span: timedelta) -> str:
+    """``span`` in seconds as users write it: ``90``, ``0.05``."""
+    return f"{span.total_seconds():g}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

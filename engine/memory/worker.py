@@ -1,9 +1,10 @@
 """Running one memory job through its state machine against a repository.
 
 The glue a scheduler (APScheduler in ``bot``) calls on every tick: load the job, recover it if
-its lease was lost, lease it with compare-and-set, run the work under the policy's timeout,
-and store success or failure with compare-and-set again. Time comes from the injected clock;
-among instances racing for the same job exactly one wins the lease.
+its lease was lost, lease it with compare-and-set, run the work under the policy's timeout
+while a heartbeat renews the lease (:mod:`engine.memory.heartbeat`), and store success or
+failure with compare-and-set again. Time comes from the injected clock; among instances racing
+for the same job exactly one wins the lease, and keeps it until the run ends.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from engine.errors import ConflictError, EngineError, GenerationError
+from engine.memory.heartbeat import JobHeartbeat, Pause
 from engine.memory.jobs import (
     JobPolicy,
     JobState,
@@ -94,8 +96,13 @@ async def run_job_once(
     clock: Clock,
     policy: JobPolicy,
     work: JobWork,
+    pause: Pause = asyncio.sleep,
 ) -> JobOutcome:
     """Lease the job if it is due, run ``work`` under the timeout, and record the result.
+
+    While ``work`` runs its lease is renewed every ``policy.renew_interval`` (``pause`` waits
+    between renewals); a run the heartbeat stops is a timeout (past it by the clock) or a lost
+    race (another worker changed the job: nothing is stored over it).
 
     A :class:`GenerationError` is retried when it says so, a :class:`ConflictError` always,
     any other :class:`EngineError` goes to the dead letter. Anything else (a bug, or
@@ -115,21 +122,30 @@ async def run_job_once(
     leased = lease(state, owner=owner, now=clock.now(), policy=policy)
     if not await repo.save_job(leased, expected_revision=state.revision):
         return JobOutcome(kind=JobOutcomeKind.LOST_RACE, state=None, reason="lease")
+    heartbeat = JobHeartbeat(repo, leased, clock=clock, policy=policy, pause=pause)
     try:
-        await asyncio.wait_for(work(leased), timeout=policy.timeout.total_seconds())
+        async with heartbeat:
+            ended = await asyncio.wait_for(
+                heartbeat.run(work), timeout=policy.timeout.total_seconds()
+            )
     except TimeoutError:
-        return await _store_failure(repo, leased, clock, policy, "timeout", retryable=True)
+        return await _store_failure(repo, heartbeat.state, clock, policy, "timeout", True)
     except GenerationError as exc:
-        return await _store_failure(repo, leased, clock, policy, str(exc), exc.retryable)
+        return await _store_failure(repo, heartbeat.state, clock, policy, str(exc), exc.retryable)
     except ConflictError as exc:
-        return await _store_failure(repo, leased, clock, policy, str(exc), retryable=True)
+        return await _store_failure(repo, heartbeat.state, clock, policy, str(exc), True)
     except EngineError as exc:
-        return await _store_failure(repo, leased, clock, policy, str(exc), retryable=False)
+        return await _store_failure(repo, heartbeat.state, clock, policy, str(exc), False)
     except BaseException as exc:
-        await _store_failure(repo, leased, clock, policy, repr(exc), retryable=True)
+        await _store_failure(repo, heartbeat.state, clock, policy, repr(exc), retryable=True)
         raise
-    done = succeed(leased, owner=owner, now=clock.now(), policy=policy)
-    if not await repo.save_job(done, expected_revision=leased.revision):
+    if not ended:
+        if heartbeat.timed_out:
+            return await _store_failure(repo, heartbeat.state, clock, policy, "timeout", True)
+        return JobOutcome(kind=JobOutcomeKind.LOST_RACE, state=None, reason=heartbeat.lost or "")
+    current = heartbeat.state
+    done = succeed(current, owner=owner, now=clock.now(), policy=policy)
+    if not await repo.save_job(done, expected_revision=current.revision):
         return JobOutcome(kind=JobOutcomeKind.LOST_RACE, state=None, reason="lease lost")
     return JobOutcome(kind=JobOutcomeKind.RAN, state=done)
 

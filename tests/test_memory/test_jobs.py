@@ -116,11 +116,11 @@ def test_fatal_failure_goes_straight_to_dead_letter() -> None:
 
 
 def test_timeout_and_heartbeat() -> None:
-    policy = JobPolicy(timeout=timedelta(seconds=60), lease_ttl=timedelta(seconds=30))
+    policy = JobPolicy(timeout=timedelta(seconds=60), lease_ttl=timedelta(seconds=90))
     clock = FakeClock()
     job = lease(new_job(JobType.COMPACT, "x", due_at=T0), owner="w", now=T0, policy=policy)
     job = renew(job, owner="w", now=clock.advance(seconds=20), policy=policy)
-    assert job.lease_expires_at == clock.now + timedelta(seconds=30)
+    assert job.lease_expires_at == clock.now + timedelta(seconds=90)
     assert not timed_out(job, clock.advance(seconds=39), policy)
     assert timed_out(job, clock.advance(seconds=1), policy)
     with pytest.raises(JobTransitionError, match="ran out"):
