@@ -4,8 +4,10 @@
 every :data:`TICK_INTERVAL`. A tick reads the memory job states from the database and runs the
 due ones through :func:`engine.memory.worker.run_job_once`: each (job type, scope) has one
 state row with a lease, attempts, backoff (1 s x 2^n, capped at 30 s), a dead letter and a
-timeout, and the lease is taken by compare-and-set, so however many processes tick, one runs a
-scope's job at a time. The bodies are :meth:`engine.memory.service.MemoryService.run_job`.
+timeout shorter than the lease. The lease is taken by compare-and-set and renewed while the job
+runs (:mod:`engine.memory.heartbeat`), so however many processes tick, one runs a scope's job
+at a time, until the run ends or its timeout cuts it. The bodies are
+:meth:`engine.memory.service.MemoryService.run_job`.
 
 On :meth:`MemoryScheduler.start`, leases left by a process of the same ``instance`` (by
 default this host) that no longer runs are released: the interrupted run becomes due once, and
