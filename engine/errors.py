@@ -8,7 +8,6 @@ rooted here, so a front end can catch :class:`EngineError` and show ``str(exc)``
      ├── NotFoundError             a realm, session, branch, floor, page or asset does not exist
      ├── ConflictError             a compare-and-set or uniqueness check lost a race
      ├── InvalidTransitionError    a state machine refused a move (floor states, page activation)
-     ├── PermissionDeniedError     the actor may not do this (read-only macros, platform roles)
      ├── LimitExceededError        a named limit was reached (the limit's name is in ``limit``)
      ├── FormatError               an imported file is malformed (file, field and problem)
      ├── GenerationError           the model call failed (the floor is marked failed)
@@ -44,10 +43,6 @@ class ConflictError(EngineError):
 
 class InvalidTransitionError(EngineError):
     """A state machine refused a transition (for example committing a failed floor)."""
-
-
-class PermissionDeniedError(EngineError):
-    """The actor is not allowed to do this."""
 
 
 class LimitExceededError(EngineError):

@@ -139,3 +139,37 @@ def test_no_tuple_copies_a_literal_by_hand() -> None:
         if values in literals and name.rsplit(".", 1)[1] not in LEFT_FOR_LATER
     }
     assert copies == {}
+
+
+def test_every_engine_error_is_raised_somewhere() -> None:
+    """An error class nobody raises (directly, or through a subclass) only misleads the
+    reader of the error tree."""
+    bases: dict[str, list[str]] = {}
+    built: set[str] = set()
+    for module, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and module.startswith("engine."):
+                bases[node.name] = [b.id for b in node.bases if isinstance(b, ast.Name)]
+            elif isinstance(node, ast.Call):  # built, or handed to what builds it
+                for part in (node.func, *node.args, *(k.value for k in node.keywords)):
+                    if isinstance(part, ast.Name):
+                        built.add(part.id)
+                    elif isinstance(part, ast.Attribute):
+                        built.add(part.attr)
+            elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Name):
+                built.add(node.exc.id)
+    errors = {"EngineError"}
+    while True:
+        more = {name for name, parents in bases.items() if set(parents) & errors} - errors
+        if not more:
+            break
+        errors |= more
+    used = set(built & errors)
+    for name in sorted(used):  # a raised error's ancestors are in use too
+        stack = [name]
+        while stack:
+            for parent in bases.get(stack.pop(), []):
+                if parent in errors and parent not in used:
+                    used.add(parent)
+                    stack.append(parent)
+    assert sorted(errors - used) == []

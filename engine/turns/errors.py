@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.errors import EngineError, InvalidTransitionError, PermissionDeniedError
+from engine.errors import EngineError, InvalidTransitionError
 
 
 class TurnFailedError(EngineError):
@@ -11,7 +11,3 @@ class TurnFailedError(EngineError):
 
 class NothingToDoError(InvalidTransitionError):
     """Regenerate, swipe or continue on a branch that has no reply yet."""
-
-
-class ToolDeniedError(PermissionDeniedError):
-    """A tool call was refused by the session's tool policy."""
