@@ -1,4 +1,5 @@
-"""The project's contracts: the engine stays pure, is strictly typed, and the code is linted."""
+"""The project's contracts: the engine stays pure, it and its edges are strictly typed, and the
+code is linted."""
 
 from __future__ import annotations
 
@@ -26,6 +27,15 @@ def test_import_contracts_hold() -> None:
 
 def test_engine_is_strictly_typed() -> None:
     result = _run(sys.executable, "-m", "mypy", "--no-error-summary", "engine")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+EDGE_PACKAGES = ("bot", "adapters/storage", "adapters/llm", "adapters/secrets", "adapters/console")
+"""Where the engine meets libraries and users: checked as strictly as the engine itself."""
+
+
+def test_edges_are_strictly_typed() -> None:
+    result = _run(sys.executable, "-m", "mypy", "--no-error-summary", *EDGE_PACKAGES)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
