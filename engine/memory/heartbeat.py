@@ -59,11 +59,6 @@ class JobHeartbeat:
         self._storing = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
 
-    @property
-    def running(self) -> bool:
-        """Whether the renewal task is alive."""
-        return self._task is not None and not self._task.done()
-
     async def __aenter__(self) -> JobHeartbeat:
         if self._task is not None:
             raise RuntimeError(f"the heartbeat of job {self.state.key} is already running")

@@ -196,3 +196,35 @@ async def test_a_lease_lost_to_another_worker_stops_the_job(world: World) -> Non
     outcome = await run
     assert outcome.kind is JobOutcomeKind.LOST_RACE and cancelled.is_set()
     assert await _stored(world) == taken  # worker-a wrote nothing over worker-b's lease
+
+
+async def test_a_renewal_the_database_fails_is_tried_again_at_the_next_beat(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await ensure_job(world.repo, JobType.COMPACT, KEY, due_at=world.clock.now())
+    finish = asyncio.Event()
+
+    async def job(_: JobState) -> None:
+        await finish.wait()
+
+    beats = Beats()
+    run = _run(world, job, beats)
+    await beats.paused()
+    save = world.repo.save_job
+    failures = ["database is locked"]
+
+    async def flaky_save(state: JobState, *, expected_revision: int | None) -> bool:
+        if failures:
+            raise ConflictError(failures.pop())
+        return await save(state, expected_revision=expected_revision)
+
+    monkeypatch.setattr(world.repo, "save_job", flaky_save)
+    held = await _stored(world)
+    world.clock.advance(seconds=40)
+    await beats.beat()  # this renewal fails: the job keeps running on its lease
+    assert failures == [] and await _stored(world) == held
+    world.clock.advance(seconds=40)
+    await beats.beat()  # the next one is stored
+    assert (await _stored(world)).lease_expires_at == world.clock.now() + POLICY.lease_ttl
+    finish.set()
+    assert (await run).kind is JobOutcomeKind.RAN
