@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from adapters.llm import ChatModelPool  # noqa: E402
 from adapters.storage import open_storage  # noqa: E402
 from engine.turns.api import SessionKey, Speaker, UserLine  # noqa: E402
-from engine.turns.base import MAX_INPUT_CHARS  # noqa: E402
+from engine.turns.turns import MAX_INPUT_CHARS  # noqa: E402
 from engine.turns.profiles import LLMProfile, NoSecretCipher  # noqa: E402
 from engine.turns.service import TavernService  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer, FakeReply  # noqa: E402
@@ -128,8 +128,8 @@ async def _warned_pages(service: TavernService, keys: list[SessionKey]) -> tuple
     """(attackers' committed pages, those whose meta carries the regex budget's warning)."""
     branches = set()
     for key in keys:
-        ids = await service._session(key)
-        branches.add((await service._branch(ids.session_id, "main")).id)
+        ids = await service.parts.sessions.ids(key)
+        branches.add((await service.parts.sessions.branch(ids.session_id, "main")).id)
     async with service.storage.unit_of_work() as uow:
         floors = await uow.floors.in_state("committed")
         mine = [f.id for f in floors if f.branch_id in branches]

@@ -117,11 +117,15 @@ async def main() -> int:
         }
         for n, key in keys.items():
             await service.open_session(key)
-            branch = await service._branch(service._ids[key].session_id, "main")
+            branch = await service.parts.sessions.branch(
+                (await service.parts.sessions.ids(key)).session_id, "main"
+            )
             await _bulk(storage, branch.id, n)
         plain_key = SessionKey(platform="console", realm="local", key="plain")
         await service.open_session(plain_key)
-        plain_branch = await service._branch(service._ids[plain_key].session_id, "main")
+        plain_branch = await service.parts.sessions.branch(
+            (await service.parts.sessions.ids(plain_key)).session_id, "main"
+        )
         times: dict[str, list[float]] = {"plain": [], "small": [], "large": []}
         for i in range(WARMUP + TURNS):
             line = [UserLine(speaker=ANN, text=f"I open door {i}.")]

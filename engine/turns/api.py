@@ -247,7 +247,8 @@ class RoleplayService(Protocol):
         ...
 
     async def preview(self, key: SessionKey, branch: str, text: str) -> str:
-        """Evaluate macros in ``text`` (preview phase: no write persists)."""
+        """Evaluate macros in ``text`` (preview phase: no write persists); ``{{user}}`` is the
+        branch's last speaker, as its next turn would name them ("User" before anyone spoke)."""
         ...
 
     async def dry_run(self, key: SessionKey, branch: str, text: str) -> Mapping[str, Any]:

@@ -8,59 +8,60 @@ Front ends call it when a session starts (the console does); nothing greets on i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from engine.errors import EngineError
 from engine.macros import evaluate
+from engine.ports import Storage
 from engine.prompt.macro_port import macro_context
-from engine.timeline.values import NewMessage
+from engine.timeline.history import HistoryService
+from engine.timeline.service import TimelineService
+from engine.timeline.values import Branch, NewMessage
 from engine.turns.api import ReplyView, SessionKey
 from engine.turns.context import load_assets
 from engine.turns.views import reply_view
 from engine.variables import store
-
-if TYPE_CHECKING:
-    from engine.turns.base import ServiceBase
 
 MAX_GREETINGS: Final = 20
 """Greetings (first message plus alternates) put on the first floor at most."""
 
 
 async def greet(
-    service: ServiceBase, key: SessionKey, branch: str, *, user_name: str
+    storage: Storage,
+    timeline: TimelineService,
+    history: HistoryService,
+    key: SessionKey,
+    session_id: int,
+    target: Branch,
+    *,
+    user_name: str,
 ) -> ReplyView | None:
-    """Floor 1 with the card's greetings, when the branch is empty and the card has one."""
-    ids = await service._session(key)
-    target = await service._branch(ids.session_id, branch)
-    async with service.locks.hold(ids.session_id, branch):
-        async with service.storage.unit_of_work() as uow:
-            session = await uow.sessions.get(ids.session_id)
-            assets = await load_assets(uow, session)
-            # Any floor, a failed one too (its message stays in the chat), means not empty.
-            head = await store.next_seq(uow, await store.lineage_of(uow, target)) - 1
-        card = assets.card
-        if card is None or head > 0 or not card.first_mes.strip():
-            return None
-        greetings = [card.first_mes, *card.alternate_greetings][:MAX_GREETINGS]
-        context = macro_context(assets.character, user_name=user_name)
-        floor = await service.timeline.open_floor(target.id, [])
-        try:
-            await service.timeline.start_generating(floor.id)
-            for text in greetings:
-                page = await service.timeline.add_page(floor.id)
-                shown = evaluate(text, context, phase="preview").text
-                message = NewMessage(
-                    role="assistant", raw=text, display=shown, speaker_name=card.name
-                )
-                await service.timeline.commit_page(
-                    page.id, messages=[message], meta={"greeting": True}
-                )
-            if len(greetings) > 1:
-                await service.timeline.activate_page(floor.id, 1)
-        except EngineError as exc:
-            current = await service.history_service.floor(floor.id)
-            if current.state in ("draft", "generating"):
-                await service.timeline.fail_floor(floor.id, f"greeting failed: {exc}")
-            raise
-        view = await service.history_service.floor_view(target.id, floor.seq)
+    """Floor 1 of ``target`` with the card's greetings, when the branch is empty and the card
+    has one. The caller holds the branch's turn lock."""
+    async with storage.unit_of_work() as uow:
+        session = await uow.sessions.get(session_id)
+        assets = await load_assets(uow, session)
+        # Any floor, a failed one too (its message stays in the chat), means not empty.
+        head = await store.next_seq(uow, await store.lineage_of(uow, target)) - 1
+    card = assets.card
+    if card is None or head > 0 or not card.first_mes.strip():
+        return None
+    greetings = [card.first_mes, *card.alternate_greetings][:MAX_GREETINGS]
+    context = macro_context(assets.character, user_name=user_name)
+    floor = await timeline.open_floor(target.id, [])
+    try:
+        await timeline.start_generating(floor.id)
+        for text in greetings:
+            page = await timeline.add_page(floor.id)
+            shown = evaluate(text, context, phase="preview").text
+            message = NewMessage(role="assistant", raw=text, display=shown, speaker_name=card.name)
+            await timeline.commit_page(page.id, messages=[message], meta={"greeting": True})
+        if len(greetings) > 1:
+            await timeline.activate_page(floor.id, 1)
+    except EngineError as exc:
+        current = await history.floor(floor.id)
+        if current.state in ("draft", "generating"):
+            await timeline.fail_floor(floor.id, f"greeting failed: {exc}")
+        raise
+    view = await history.floor_view(target.id, floor.seq)
     return reply_view(key, view)

@@ -28,6 +28,7 @@ from engine.errors import ConfigurationError
 from engine.memory.injection import MEMORY_BUDGET_TOKENS
 from engine.timeline.values import SessionSettings
 from engine.turns.api import REPLY_POLICIES
+from engine.turns.profiles import DEFAULT_ENABLED_SLOTS, SLOTS, Slot, Stage, stages_for_turn
 from engine.turns.tools import TOOLS_GLOBAL_WRITES
 
 if TYPE_CHECKING:
@@ -272,6 +273,7 @@ __all__ = [
     "MAX_MEMORY_BUDGET",
     "MEMORY_BUDGET",
     "MEMORY_SETTING",
+    "MEMORY_STAGES",
     "PROMPT_MODES",
     "SESSION_OPTION_SPECS",
     "SWITCH_VALUES",
@@ -286,5 +288,26 @@ __all__ = [
     "option_spec",
     "parse_option",
     "parse_switch",
+    "session_stages",
     "tools_enabled",
 ]
+
+
+MEMORY_STAGES: Final[frozenset[Stage]] = frozenset({"memory_retrieval", "memory_agent"})
+"""The stages a session with its memory off leaves out."""
+
+
+def session_stages(settings: SessionSettings) -> tuple[Stage, ...]:
+    """The stages a turn of a session runs: by its prompt mode and enabled slots, without
+    the memory stages when its memory is off."""
+    stages = stages_for_turn(settings.prompt_mode, _enabled_slots(settings))
+    if memory_enabled(settings):
+        return stages
+    return tuple(s for s in stages if s not in MEMORY_STAGES)
+
+
+def _enabled_slots(settings: SessionSettings) -> tuple[Slot, ...]:
+    slots = settings.extra.get("slots")
+    if isinstance(slots, list | tuple):
+        return tuple(s for s in SLOTS if s in slots)
+    return tuple(s for s in SLOTS if s in DEFAULT_ENABLED_SLOTS)

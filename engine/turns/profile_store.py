@@ -4,22 +4,31 @@ The asset (kind ``profile``, name ``llm``) holds ``{"profiles": {id: {...}}, "bi
 [...]}``. Session bindings name the session by its database id, realm bindings the realm by
 its id, so :func:`snapshot_for` resolves a turn with :mod:`engine.turns.profiles`. API keys are
 stored only as ciphertext (``api_key_encrypted``) or as the name of an environment variable.
+:class:`ProfileStore` is the service that saves, binds and resolves them for a session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine.errors import ConfigurationError
+from engine.ports import Storage
+from engine.timeline.values import Session
+from engine.turns.api import SessionKey
+from engine.turns.context import PROFILE_ASSET, PROFILE_ASSET_NAME
 from engine.turns.profiles import (
     SLOTS,
+    BindingScope,
     LLMProfile,
     ProfileBinding,
     ProfileSnapshot,
+    SecretCipher,
     Slot,
+    SlotPattern,
     snapshot_profiles,
 )
+from engine.turns.sessions import Sessions
 
 
 def profile_to_json(profile: LLMProfile) -> dict[str, Any]:
@@ -122,3 +131,66 @@ def snapshot_for(
         default=default,
         slots=slots,
     )
+
+
+class ProfileStore:
+    """A realm's LLM profiles and bindings: saved, bound, and resolved for a session's turn."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        sessions: Sessions,
+        *,
+        default: LLMProfile,
+        cipher: SecretCipher,
+    ) -> None:
+        self._storage = storage
+        self._sessions = sessions
+        self._default = default
+        self._cipher = cipher
+
+    async def save(self, key: SessionKey, profile: LLMProfile, *, api_key: str | None) -> None:
+        """Store a profile in the session's realm; ``api_key`` is encrypted first (refused
+        without a secret key)."""
+        ids = await self._sessions.ids(key)
+        if api_key:
+            profile = profile.with_api_key(api_key, self._cipher)
+        await self._edit(ids.realm_id, lambda data: with_profile(data, profile))
+
+    async def bind(
+        self, key: SessionKey, *, scope: BindingScope, slot: SlotPattern, profile_id: str
+    ) -> None:
+        """Bind a profile to a slot (or ``*``) of this session or of its whole realm."""
+        ids = await self._sessions.ids(key)
+        owner = ids.session_id if scope == "session" else ids.realm_id
+        binding = ProfileBinding(
+            scope=scope, scope_id=str(owner), slot=slot, profile_id=profile_id
+        )
+        await self._edit(ids.realm_id, lambda data: with_binding(data, binding))
+
+    async def snapshot_of(self, key: SessionKey) -> ProfileSnapshot:
+        """The profiles a turn of this session would use now."""
+        ids = await self._sessions.ids(key)
+        async with self._storage.unit_of_work() as uow:
+            session = await uow.sessions.get(ids.session_id)
+            asset = await uow.assets.get(ids.realm_id, PROFILE_ASSET, PROFILE_ASSET_NAME)  # type: ignore[arg-type]
+        return self.snapshot(session, asset.data if asset is not None else {})
+
+    def snapshot(self, session: Session, data: Mapping[str, Any]) -> ProfileSnapshot:
+        """The profiles of ``session`` from its realm's stored profile asset ``data``."""
+        return snapshot_for(
+            data, session_id=session.id, realm_id=session.realm_id, default=self._default
+        )
+
+    async def _edit(
+        self, realm_id: int, change: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> None:
+        async with self._storage.unit_of_work() as uow:
+            asset = await uow.assets.get(realm_id, PROFILE_ASSET, PROFILE_ASSET_NAME)  # type: ignore[arg-type]
+            data = change(dict(asset.data) if asset is not None else {})
+            await uow.assets.put(
+                realm_id=realm_id,
+                kind=PROFILE_ASSET,  # type: ignore[arg-type]
+                name=PROFILE_ASSET_NAME,
+                data=data,
+            )

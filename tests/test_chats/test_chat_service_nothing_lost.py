@@ -63,8 +63,8 @@ async def test_an_imported_trailing_user_message_is_kept_and_exported(
 
 async def test_a_message_waiting_for_its_reply_is_exported(offline_engine: TavernService) -> None:
     await offline_engine.open_session(KEY)
-    ids = await offline_engine._session(KEY)
-    main = await offline_engine._branch(ids.session_id, "main")
+    ids = await offline_engine.parts.sessions.ids(KEY)
+    main = await offline_engine.parts.sessions.branch(ids.session_id, "main")
     waiting = NewMessage(role="user", raw="first, no reply yet", speaker_name="Ann")
     floor = await offline_engine.timeline.open_floor(main.id, [waiting])
     assert [o["mes"] for o in _lines(await offline_engine.export_chat(KEY, "main"))] == [

@@ -56,8 +56,8 @@ async def test_memory_and_forget_on_the_engine(tmp_path: Path) -> None:
     records = []
     for n, key, text in ((1, KEY, "the well is cursed"), (2, OTHER, "the gate is locked")):
         await service.open_session(key)
-        ids = await service._session(key)
-        branch = await service._branch(ids.session_id, MAIN_BRANCH)
+        ids = await service.parts.sessions.ids(key)
+        branch = await service.parts.sessions.branch(ids.session_id, MAIN_BRANCH)
         records.append(_fact(n, ids.realm_id, ids.session_id, branch.id, text))
     out = io.StringIO()
     console = ConsoleFrontend(service=service, key=KEY, user="Ann", out=out, jsonl=True)

@@ -20,7 +20,9 @@ async def test_switching_to_a_branch_whose_last_message_failed(real: RealHarness
     first = await real.reply_to(chat, ann, "one")
     key = telegram_key(chat)
     svc = real.svc
-    main = await svc._branch((await svc._session(key)).session_id, MAIN_BRANCH)
+    main = await svc.parts.sessions.branch(
+        (await svc.parts.sessions.ids(key)).session_id, MAIN_BRANCH
+    )
     floor = await svc.timeline.open_floor(main.id, [NewMessage(role="user", raw="lost words")])
     await svc.timeline.fail_floor(floor.id, "interrupted")
     await tg.send_text(chat, ann, "/branch", reply_to=first.message_id)

@@ -12,7 +12,7 @@ from adapters.storage import SqlStorage
 from adapters.storage.archive_repo import SqlArchiveRepository
 from engine.errors import EngineError
 from engine.timeline.values import NewMessage
-from engine.turns import turn_ops
+from engine.turns import turns
 from engine.turns.api import MAIN_BRANCH
 from engine.turns.errors import NothingToDoError
 from engine.turns.service import TavernService
@@ -41,7 +41,7 @@ async def test_a_failure_in_the_opening_unit_keeps_the_input(
         raise RuntimeError("the read failed")
 
     # The read runs inside the unit of work that opens the floor: it rolls the floor back.
-    monkeypatch.setattr(turn_ops, "read_turn", broken_read)
+    monkeypatch.setattr(turns, "read_turn", broken_read)
     with pytest.raises(EngineError):
         await service.respond(KEY, MAIN_BRANCH, [line("my first words")])
     assert await _failed_floors(storage) == [(1, ["my first words"])]
@@ -49,8 +49,8 @@ async def test_a_failure_in_the_opening_unit_keeps_the_input(
 
 async def _fail_a_turn(service: TavernService, text: str) -> None:
     """A turn whose model call fails after its floor was opened (as a crash or a 500)."""
-    ids = await service._session(KEY)
-    branch = await service._branch(ids.session_id, MAIN_BRANCH)
+    ids = await service.parts.sessions.ids(KEY)
+    branch = await service.parts.sessions.branch(ids.session_id, MAIN_BRANCH)
     floor = await service.timeline.open_floor(
         branch.id, [NewMessage(role="user", raw=text, speaker_name="Ann")]
     )

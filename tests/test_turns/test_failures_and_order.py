@@ -54,7 +54,7 @@ async def test_floors_left_generating_fail_on_start(storage: SqlStorage, events:
     await first.open_session(KEY)
     await first.respond(KEY, MAIN_BRANCH, [line("one")])
     # a crash mid-turn: floor 2 generating with a pending page
-    branch = await first._branch(1, MAIN_BRANCH)
+    branch = await first.parts.sessions.branch(1, MAIN_BRANCH)
     floor = await first.timeline.open_floor(branch.id, [NewMessage(role="user", raw="two")])
     await first.timeline.start_generating(floor.id)
     await first.timeline.add_page(floor.id)
@@ -147,7 +147,9 @@ async def test_recovery_of_one_session_leaves_the_others_alone(
         await bot.open_session(key)
     ids = {}
     for key in (KEY, other):
-        branch = await bot._branch((await bot._session(key)).session_id, MAIN_BRANCH)
+        branch = await bot.parts.sessions.branch(
+            (await bot.parts.sessions.ids(key)).session_id, MAIN_BRANCH
+        )
         floor = await bot.timeline.open_floor(branch.id, [NewMessage(role="user", raw="x")])
         await bot.timeline.start_generating(floor.id)
         ids[key] = floor.id

@@ -25,15 +25,12 @@ from engine.memory.records import (
     Provenance,
 )
 from engine.timeline.assets import AssetService
-from engine.timeline.service import InvalidNameError
+from engine.timeline.errors import InvalidNameError
 from engine.turns.api import MAIN_BRANCH, SessionKey, Speaker, UserLine
-from engine.turns.base import MAX_MEMORY_BUDGET, MEMORY_BUDGET
-from engine.turns.front_ops import (
-    MAX_MEMORY_LIST,
-    MAX_PERSONA_DESCRIPTION,
-    MAX_PERSONA_NAME,
-    SessionClosedError,
-)
+from engine.turns.options import MAX_MEMORY_BUDGET, MEMORY_BUDGET
+from engine.turns.memory_access import MAX_MEMORY_LIST
+from engine.turns.personas import MAX_PERSONA_DESCRIPTION, MAX_PERSONA_NAME
+from engine.turns.sessions import SessionClosedError
 from engine.turns.options import SessionDefaults
 from engine.turns.profiles import LLMProfile
 from engine.turns.service import TavernService
@@ -144,10 +141,10 @@ def _record(
 
 
 async def _seed_memories(svc: TavernService) -> None:
-    ids_a = await svc._session(GUILD_A)
-    ids_b = await svc._session(GUILD_B)
-    main_a = await svc._branch(ids_a.session_id, MAIN_BRANCH)
-    main_b = await svc._branch(ids_b.session_id, MAIN_BRANCH)
+    ids_a = await svc.parts.sessions.ids(GUILD_A)
+    ids_b = await svc.parts.sessions.ids(GUILD_B)
+    main_a = await svc.parts.sessions.branch(ids_a.session_id, MAIN_BRANCH)
+    main_b = await svc.parts.sessions.branch(ids_b.session_id, MAIN_BRANCH)
     for key in (GUILD_A, GUILD_B):
         await svc.respond(key, MAIN_BRANCH, [line("We enter the cave.")])
     ra, sa, rb, sb = (
@@ -190,8 +187,8 @@ async def test_memories_are_listed_searched_and_forgotten_per_realm(svc: TavernS
 
 
 async def test_memory_list_limit_is_capped(svc: TavernService) -> None:
-    ids = await svc._session(GUILD_A)
-    main = await svc._branch(ids.session_id, MAIN_BRANCH)
+    ids = await svc.parts.sessions.ids(GUILD_A)
+    main = await svc.parts.sessions.branch(ids.session_id, MAIN_BRANCH)
     await svc.respond(GUILD_A, MAIN_BRANCH, [line("go")])
     records = tuple(
         _record(
@@ -255,11 +252,11 @@ async def test_presets_and_regex_sets_bind(svc: TavernService) -> None:
     await svc.import_asset(GUILD_A, "regex", "fix.json", json.dumps(scripts).encode(), bind=False)
     assert (await svc.bind_asset(GUILD_A, "preset", "house")).preset == "house"
     await svc.bind_asset(GUILD_A, "regex", "fix")
-    ids = await svc._session(GUILD_A)
-    assert (await svc._settings(ids.session_id)).settings.regex_sets == ("fix",)
+    ids = await svc.parts.sessions.ids(GUILD_A)
+    assert (await svc.parts.sessions.settings(ids.session_id)).settings.regex_sets == ("fix",)
     assert (await svc.unbind_asset(GUILD_A, "preset", "house")).preset is None
     await svc.unbind_asset(GUILD_A, "regex", "fix")
-    assert (await svc._settings(ids.session_id)).settings.regex_sets == ()
+    assert (await svc.parts.sessions.settings(ids.session_id)).settings.regex_sets == ()
 
 
 async def test_profiles_and_personas_are_assets_users_never_see(
@@ -267,7 +264,7 @@ async def test_profiles_and_personas_are_assets_users_never_see(
 ) -> None:
     await svc.save_profile(GUILD_A, LLMProfile(id="cheap", model="offline", provider="offline"))
     await svc.set_persona(GUILD_A, ANN.id, "Lady Ann")
-    ids = await svc._session(GUILD_A)
+    ids = await svc.parts.sessions.ids(GUILD_A)
     kinds = {a.kind for a in await AssetService(storage).list(ids.realm_id)}
     assert kinds == {"profile", "persona"}
     for kind in ("card", "preset", "worldbook", "regex"):
@@ -283,7 +280,7 @@ async def test_a_png_card_keeps_its_picture_for_the_export(
 ) -> None:
     picture = card_to_png(parse_card(card_bytes("Pictured"), source="x.json"))
     await svc.import_asset(GUILD_A, "card", "pictured.png", picture)
-    ids = await svc._session(GUILD_A)
+    ids = await svc.parts.sessions.ids(GUILD_A)
     asset = await AssetService(storage).get(ids.realm_id, "card", "Pictured")
     assert isinstance(asset.data.get(AVATAR_KEY), str)
     exported = asset_bytes("card", asset.name, asset.data)

@@ -77,5 +77,5 @@ async def test_service_import_refuses_a_chat_nested_900_levels(service: TavernSe
         await service.import_asset(KEY, "chat", "deep.jsonl", data)
     assert info.value.field.startswith("line 1: chat_metadata.a.a")
     assert f"MAX_IMPORT_JSON_DEPTH={MAX_IMPORT_JSON_DEPTH}" in str(info.value)
-    ids = await service._session(KEY)
+    ids = await service.parts.sessions.ids(KEY)
     assert [b.name for b in await service.timeline.branches(ids.session_id)] == [MAIN_BRANCH]

@@ -127,7 +127,7 @@ async def test_step_limit_defaults_to_five(remote: TavernService, fake: FakeOpen
 
 async def _records(service: TavernService) -> list[dict[str, str]]:
     async with service.storage.unit_of_work() as uow:
-        floor = await uow.floors.latest((await service._branch(1, MAIN_BRANCH)).id)
+        floor = await uow.floors.latest((await service.parts.sessions.branch(1, MAIN_BRANCH)).id)
         assert floor is not None
         pages = await uow.pages.of_floors([floor.id])
     return list(pages[-1].meta["tool_records"])

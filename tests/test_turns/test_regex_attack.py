@@ -28,7 +28,7 @@ import engine.turns.workflow as workflow
 from adapters.storage import SqlStorage
 from engine.prompt.regex_budget import EXHAUSTED
 from engine.turns.api import MAIN_BRANCH, SessionKey, Speaker, UserLine
-from engine.turns.base import MAX_INPUT_CHARS
+from engine.turns.turns import MAX_INPUT_CHARS
 from engine.turns.service import TavernService
 from tests.test_turns.conftest import Recorder, offline_service
 
@@ -111,8 +111,8 @@ async def two(storage: SqlStorage, events: Recorder) -> AsyncIterator[TavernServ
 
 
 async def _page_meta(service: TavernService, key: SessionKey) -> dict[str, Any]:
-    ids = await service._session(key)
-    branch = await service._branch(ids.session_id, MAIN_BRANCH)
+    ids = await service.parts.sessions.ids(key)
+    branch = await service.parts.sessions.branch(ids.session_id, MAIN_BRANCH)
     async with service.storage.unit_of_work() as uow:
         floor = await uow.floors.latest(branch.id)
         assert floor is not None

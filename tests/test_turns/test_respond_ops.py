@@ -24,8 +24,8 @@ async def test_a_broken_asset_fails_the_turn_with_a_failed_floor_and_nothing_els
     service: TavernService, storage: SqlStorage, events: Recorder
 ) -> None:
     await service.respond(KEY, "main", [line("hello")])
-    ids = await service._session(KEY)
-    branch = await service._branch(ids.session_id, "main")
+    ids = await service.parts.sessions.ids(KEY)
+    branch = await service.parts.sessions.branch(ids.session_id, "main")
     async with storage.unit_of_work() as uow:
         await uow.assets.put(realm_id=ids.realm_id, kind="card", name="Bad", data={"x": 1})
     await service.timeline.update_settings(ids.session_id, SessionSettings(character="Bad"))
@@ -46,8 +46,8 @@ async def test_a_broken_asset_fails_the_turn_with_a_failed_floor_and_nothing_els
 
 async def test_a_busy_branch_leaves_no_floor(service: TavernService, storage: SqlStorage) -> None:
     await service.respond(KEY, "main", [line("hello")])
-    ids = await service._session(KEY)
-    branch = await service._branch(ids.session_id, "main")
+    ids = await service.parts.sessions.ids(KEY)
+    branch = await service.parts.sessions.branch(ids.session_id, "main")
     floors = await service.history_service.latest_floor(branch.id)
     assert floors is not None
     page = await service.timeline.add_page(floors.id)  # another process regenerating

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from engine.errors import EngineError, FormatError
+from engine.errors import EngineError, FormatError, LimitExceededError
 from engine.turns import context, transfer
 from engine.turns.api import MAIN_BRANCH, PlatformRef, UserLine
 from engine.turns.locks import BranchLocks
@@ -176,8 +176,12 @@ async def test_compat_plus_runs_director_and_verifier(
 
 
 async def test_named_limits(service: TavernService, monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(EngineError, match="MAX_INPUT_CHARS"):
+    # An over-long message is a limit (named, with its bound), not a failed turn, and it
+    # leaves no floor behind.
+    with pytest.raises(LimitExceededError, match="MAX_INPUT_CHARS") as refused:
         await service.respond(KEY, MAIN_BRANCH, [line("x" * (MAX_INPUT_CHARS + 1))])
+    assert (refused.value.limit, refused.value.value) == ("MAX_INPUT_CHARS", MAX_INPUT_CHARS)
+    assert await service.history(KEY, MAIN_BRANCH) == []
     for text in ("one", "two", "three"):
         await service.respond(KEY, MAIN_BRANCH, [line(text)])
     monkeypatch.setattr(transfer, "EXPORT_PAGE", 2)

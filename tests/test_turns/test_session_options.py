@@ -154,7 +154,9 @@ async def test_set_and_info_round_trip_on_the_real_service(
 async def test_tools_on_keeps_the_rest_of_the_tool_policy(service: TavernService) -> None:
     await service.configure(KEY, tools={"enabled": False, "max_steps": 2, "deny": {"*": ["roll"]}})
     await service.set_session_option(KEY, "tools", "on")
-    session = await service._settings((await service._session(KEY)).session_id)
+    session = await service.parts.sessions.settings(
+        (await service.parts.sessions.ids(KEY)).session_id
+    )
     assert session.settings.extra["tools"] == {
         "enabled": True,
         "max_steps": 2,

@@ -83,7 +83,7 @@ async def test_past_max_writes_per_page_a_tool_write_is_an_error() -> None:
 
 async def _last_meta(service: TavernService) -> dict[str, Any]:
     async with service.storage.unit_of_work() as uow:
-        floor = await uow.floors.latest((await service._branch(1, MAIN_BRANCH)).id)
+        floor = await uow.floors.latest((await service.parts.sessions.branch(1, MAIN_BRANCH)).id)
         assert floor is not None and floor.state == "committed"
         pages = await uow.pages.of_floors([floor.id])
     return dict(pages[-1].meta)

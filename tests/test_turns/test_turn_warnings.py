@@ -11,8 +11,8 @@ from tests.test_turns.conftest import KEY, line
 
 
 async def _meta(service: TavernService) -> dict[str, object]:
-    ids = await service._session(KEY)
-    branch = await service._branch(ids.session_id, MAIN_BRANCH)
+    ids = await service.parts.sessions.ids(KEY)
+    branch = await service.parts.sessions.branch(ids.session_id, MAIN_BRANCH)
     async with service.storage.unit_of_work() as uow:
         floor = await uow.floors.latest(branch.id)
         assert floor is not None

@@ -41,7 +41,7 @@ async def _globals(service: TavernService) -> dict[str, Any]:
 
 async def _warnings(service: TavernService) -> list[dict[str, Any]]:
     async with service.storage.unit_of_work() as uow:
-        floor = await uow.floors.latest((await service._branch(1, MAIN_BRANCH)).id)
+        floor = await uow.floors.latest((await service.parts.sessions.branch(1, MAIN_BRANCH)).id)
         assert floor is not None
         pages = await uow.pages.of_floors([floor.id])
     return list(pages[-1].meta.get("macro_warnings", []))

@@ -1,0 +1,164 @@
+"""Looking without playing: a macro preview of some text and a dry run of the prompt the next
+message would get. Neither calls the model nor persists anything (a dry run does not even mark
+memories used)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from engine.macros import evaluate
+from engine.memory.scoping import viewpoint_for
+from engine.ports import Clock, EventSink, RandomSource, Storage, UnitOfWork
+from engine.prompt.macro_port import macro_context
+from engine.timeline.values import Branch, Floor
+from engine.turns.api import SessionKey
+from engine.turns.context import HISTORY_WINDOW, load_assets, read_turn, window_pages
+from engine.turns.errors import NothingToDoError
+from engine.turns.memory_access import MemoryAccess
+from engine.turns.notes import session_note
+from engine.turns.options import MEMORY_BUDGET, TOOLS_SETTING, session_stages
+from engine.turns.personas import Personas
+from engine.turns.profile_store import ProfileStore
+from engine.turns.sessions import Sessions
+from engine.turns.tools import ToolBox, ToolEnv, ToolPolicy
+from engine.turns.workflow import Generation, ModelFor, TurnOptions
+from engine.variables import store
+from engine.variables.service import VariableService
+
+__all__ = ["PREVIEW_USER", "Previews"]
+
+PREVIEW_USER: Final = "User"
+"""The ``{{user}}`` of a preview on a branch nobody has spoken on yet (SillyTavern's default
+user name); otherwise a preview names the branch's last speaker, as its next turn would."""
+
+
+class Previews:
+    """Macro previews and prompt dry runs for a session's branch."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        sessions: Sessions,
+        variables: VariableService,
+        memory: MemoryAccess,
+        profiles: ProfileStore,
+        personas: Personas,
+        *,
+        model_for: ModelFor,
+        events: EventSink,
+        clock: Clock,
+        rng: RandomSource,
+    ) -> None:
+        self._storage = storage
+        self._sessions = sessions
+        self._variables = variables
+        self._memory = memory
+        self._profiles = profiles
+        self._personas = personas
+        self._model_for = model_for
+        self._events = events
+        self._clock = clock
+        self._rng = rng
+
+    async def preview(self, key: SessionKey, branch: str, text: str) -> str:
+        """Evaluate macros in ``text`` (preview phase: no write persists)."""
+        ids, target = await self._sessions.target(key, branch)
+        async with self._storage.unit_of_work() as uow:
+            session = await uow.sessions.get(ids.session_id)
+            assets = await load_assets(uow, session)
+            user_name = await _last_speaker(uow, target) or PREVIEW_USER
+        state = await self._variables.state(target.id)
+        context = macro_context(
+            assets.character,
+            user_name=user_name,
+            local=state.local(),
+            global_vars=dict(state.global_),
+        )
+        note = session_note(session.settings)
+        context.authors_note = note.text if note is not None else ""
+        return evaluate(text, context, phase="preview").text
+
+    async def dry_run(self, key: SessionKey, branch_name: str, text: str) -> Mapping[str, Any]:
+        """Assemble the prompt ``text`` would get as the branch's next message."""
+        ids, branch = await self._sessions.target(key, branch_name)
+        if not text:
+            raise NothingToDoError("a dry run needs the text of a message")
+        async with self._storage.unit_of_work() as uow:
+            session = await uow.sessions.get(ids.session_id)
+            lineage = await store.lineage_of(uow, branch)
+            # The next floor's number: after failed floors too, whose inputs stay in the chat.
+            head = await store.next_seq(uow, lineage) - 1
+            probe = Floor(
+                id=-1,
+                branch_id=branch.id,
+                seq=head + 1,
+                state="draft",
+                active_page=None,
+                hidden=False,
+                error=None,
+                created_at=session.created_at,
+                updated_at=session.created_at,
+            )
+            read = await read_turn(
+                uow, session=session, floor=probe, mode="dry_run", user_name=None, extra_input=text
+            )
+        settings = session.settings
+        # The memory block the next turn would get (the same stages and budget), found without
+        # marking anything used.
+        memory_items: tuple[Any, ...] = ()
+        if self._memory.service is not None and "memory_retrieval" in session_stages(settings):
+            view = viewpoint_for(session, branch, read.branches, head + 1)
+            memory_items = await self._memory.retrieve(
+                view, read, settings.extra.get(MEMORY_BUDGET), mark_used=False
+            )
+        tools = ToolBox(
+            ToolPolicy.from_json(settings.extra.get(TOOLS_SETTING), default_enabled=False),
+            ToolEnv(state=read.state, staged=[], card={}, clock=self._clock, random=self._rng),
+        )
+        generation = Generation(
+            read,
+            TurnOptions(
+                mode="respond",
+                prompt_mode=settings.prompt_mode,
+                macro_mode=settings.macro_mode,
+                stages=("narrator",),
+                snapshot=self._profiles.snapshot(session, read.assets.profiles),
+                phase="dry_run",
+                memory=memory_items,
+                persona=await self._personas.description(session.realm_id, read.user_id),
+            ),
+            model_for=self._model_for,
+            tools=tools,
+            events=self._events,
+            on_text=None,
+            where={"branch": branch.name, "floor": head + 1, "dry_run": True},
+        )
+        result, macros = await generation.assemble_only()
+        return {
+            "mode": result.ir.mode,
+            "messages": [m.to_json() for m in result.ir.messages],
+            "world_info": [e.to_json() for e in result.world_info.activated],
+            "macro": {
+                "phase": macros.phase,
+                "warnings": [w.to_json() for w in macros.warnings],
+                "mutations": [m.to_json() for m in macros.mutations],
+            },
+            "budget": result.ir.budget.to_json(),
+            "warnings": list(result.ir.warnings),
+            # The tools the model request would carry (none unless the session's tools are on).
+            "tools": [spec.name for spec in tools.specs("narrator")],
+        }
+
+
+async def _last_speaker(uow: UnitOfWork, branch: Branch) -> str | None:
+    """The name of the last user who spoke on the branch (within the history window), as
+    stored (their persona name when they had one), or None."""
+    lineage = await store.lineage_of(uow, branch)
+    last = await store.last_seen(uow, lineage)
+    if last < 1:
+        return None
+    pairs = await window_pages(uow, lineage, max(1, last - HISTORY_WINDOW + 1), last)
+    messages = await uow.messages.window([p.floor_id for p in pairs])
+    spoken = [m.speaker_name for m in messages if m.role == "user" and m.speaker_name]
+    return spoken[-1] if spoken else None

@@ -1,0 +1,188 @@
+"""Sessions and their branches as the turn services find them: the per-process caches of
+session and branch ids, the session's settings (read and updated), opening, describing and
+closing a session.
+
+A session's closed flag is a key of its settings JSON (``closed``), cached per process (read
+once, updated by the calls here) so a turn costs no extra round trip; another process closing
+the session is seen after a restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from engine.errors import InvalidTransitionError
+from engine.ports import EventSink, Storage
+from engine.timeline.errors import TimelineNotFoundError
+from engine.timeline.service import TimelineService
+from engine.timeline.values import MAIN_BRANCH, Branch, Session, SessionSettings
+from engine.turns.api import REPLY_POLICIES, BranchInfo, ReplyPolicy, SessionInfo, SessionKey
+from engine.turns.events import emit
+from engine.turns.notes import session_note
+from engine.turns.options import SessionDefaults, memory_budget, memory_enabled, tools_enabled
+from engine.turns.tools import TOOLS_GLOBAL_WRITES
+from engine.variables import store
+
+__all__ = [
+    "CLOSED_SETTING",
+    "CURRENT_BRANCH_SETTING",
+    "SessionClosedError",
+    "SessionIds",
+    "Sessions",
+]
+
+CLOSED_SETTING: Final = "closed"
+"""Session setting set while the session is closed (``/tavern stop``)."""
+CURRENT_BRANCH_SETTING: Final = "current_branch"
+"""Session setting naming the branch a chat without threads or topics plays on."""
+
+_POLICIES: Final[Mapping[str, ReplyPolicy]] = {p: p for p in REPLY_POLICIES}
+
+
+class SessionClosedError(InvalidTransitionError):
+    """A turn was asked of a session closed with ``close_session`` (``/tavern stop``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionIds:
+    """The storage ids of a session and of its realm."""
+
+    session_id: int
+    realm_id: int
+
+
+class Sessions:
+    """Finds sessions and branches (cached), reads and updates settings, opens and closes."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        timeline: TimelineService,
+        *,
+        defaults: SessionDefaults,
+        events: EventSink,
+    ) -> None:
+        self._storage = storage
+        self._timeline = timeline
+        # What every session created here starts with; existing sessions keep theirs.
+        self._defaults = defaults
+        self._events = events
+        self._ids: dict[SessionKey, SessionIds] = {}
+        self._branches: dict[tuple[int, str], Branch] = {}
+        self._closed: dict[int, bool] = {}
+
+    async def ids(self, key: SessionKey) -> SessionIds:
+        """The ids of the session ``key``; TimelineNotFoundError when it was never started."""
+        ids = self._ids.get(key)
+        if ids is None:
+            found = await self._timeline.find_session(key.platform, key.key)
+            if found is None:
+                raise TimelineNotFoundError(f"no session {key.platform}:{key.key}; start it first")
+            ids = self._ids[key] = SessionIds(session_id=found.id, realm_id=found.realm_id)
+        return ids
+
+    async def branch(self, session_id: int, name: str) -> Branch:
+        """The session's branch ``name``; NotFoundError when it has none of that name."""
+        found = self._branches.get((session_id, name))
+        if found is None:
+            found = await self._timeline.branch(session_id, name)
+            self._branches[(session_id, name)] = found
+        return found
+
+    async def target(self, key: SessionKey, branch: str) -> tuple[SessionIds, Branch]:
+        """The session's ids and its branch ``branch``."""
+        ids = await self.ids(key)
+        return ids, await self.branch(ids.session_id, branch)
+
+    async def settings(self, session_id: int) -> Session:
+        """The session as stored now (its settings with it)."""
+        async with self._storage.unit_of_work() as uow:
+            return await uow.sessions.get(session_id)
+
+    async def update(self, session_id: int, **changes: Any) -> Session:
+        """Change some keys of the session's settings (the others are kept)."""
+        session = await self.settings(session_id)
+        data = session.settings.to_json()
+        data.update(changes)
+        return await self._timeline.update_settings(session_id, SessionSettings.from_json(data))
+
+    async def open(self, key: SessionKey, *, character: str | None = None) -> SessionInfo:
+        """Get or create the session (its realm and main branch with it); a closed session
+        is reopened."""
+        opened = await self._timeline.open_session(
+            key.platform, key.realm, key.key, settings=self._defaults.settings()
+        )
+        ids = SessionIds(session_id=opened.session.id, realm_id=opened.realm.id)
+        self._ids[key] = ids
+        if opened.created:
+            emit(self._events, "session.created", session_id=ids.session_id, key=key.key)
+        if character is not None and opened.session.settings.character != character:
+            await self.update(ids.session_id, character=character)
+        info = await self.info(key)
+        if not info.closed:
+            return info
+        await self.update(ids.session_id, **{CLOSED_SETTING: False})
+        self._closed[ids.session_id] = False
+        emit(self._events, "session.reopened", session=key.key)
+        return await self.info(key)
+
+    async def close(self, key: SessionKey) -> None:
+        """Close the session: everything is kept, turns are refused with
+        :class:`SessionClosedError` until :meth:`open` reopens it."""
+        ids = await self.ids(key)
+        await self.update(ids.session_id, **{CLOSED_SETTING: True})
+        self._closed[ids.session_id] = True
+        emit(self._events, "session.closed", session=key.key)
+
+    async def refuse_closed(self, key: SessionKey) -> SessionIds:
+        """The session's ids; SessionClosedError while the session is closed."""
+        ids = await self.ids(key)
+        closed = self._closed.get(ids.session_id)
+        if closed is None:
+            session = await self.settings(ids.session_id)
+            closed = bool(session.settings.extra.get(CLOSED_SETTING))
+            self._closed[ids.session_id] = closed
+        if closed:
+            raise SessionClosedError(
+                f"session {key.platform}:{key.key} is closed; start it again to play"
+            )
+        return ids
+
+    async def info(self, key: SessionKey) -> SessionInfo:
+        """Describe a session; NotFoundError when it does not exist."""
+        ids = await self.ids(key)
+        async with self._storage.unit_of_work() as uow:
+            session = await uow.sessions.get(ids.session_id)
+            branches = await uow.branches.list(session.id)
+            infos: list[BranchInfo] = []
+            names = {b.id: b.name for b in branches}
+            for branch in branches:
+                head = await store.head_of(uow, await store.lineage_of(uow, branch))
+                infos.append(
+                    BranchInfo(
+                        name=branch.name,
+                        parent=names.get(branch.parent_id) if branch.parent_id else None,
+                        fork_floor=branch.fork_floor,
+                        floors=head,
+                    )
+                )
+        s = session.settings
+        return SessionInfo(
+            key=key,
+            character=s.character,
+            preset=s.preset,
+            worldbooks=tuple(s.worldbooks),
+            branches=tuple(infos),
+            prompt_mode=s.prompt_mode,
+            macro_mode=s.macro_mode if s.macro_mode in ("full", "off") else "read_only",  # type: ignore[arg-type]
+            reply_policy=_POLICIES.get(s.reply_policy or ""),
+            tools=tools_enabled(s),
+            memory=memory_enabled(s),
+            memory_budget=memory_budget(s),
+            tools_global_writes=s.extra.get(TOOLS_GLOBAL_WRITES) is True,
+            closed=bool(s.extra.get(CLOSED_SETTING)),
+            current_branch=str(s.extra.get(CURRENT_BRANCH_SETTING) or MAIN_BRANCH),
+            author_note=session_note(s),
+        )
