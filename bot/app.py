@@ -305,22 +305,18 @@ async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | N
     async with Application(settings) as app, AsyncExitStack() as fronts:
         started: list[str] = []
         if _secret(settings.discord.token):
-            from adapters.discord.options import DiscordOptions
             from adapters.discord.runner import DiscordRunner
+            from bot.platforms import discord_options
 
-            discord_runner = DiscordRunner(
-                app.service, DiscordOptions.from_config(settings.discord)
-            )
+            discord_runner = DiscordRunner(app.service, discord_options(settings.discord))
             await discord_runner.start()
             fronts.push_async_callback(discord_runner.close)
             started.append("discord")
         if _secret(settings.telegram.token):
-            from adapters.telegram.config import TelegramConfig
             from adapters.telegram.runner import TelegramRunner
+            from bot.platforms import telegram_config
 
-            telegram_runner = TelegramRunner(
-                app.service, TelegramConfig.from_section(settings.telegram)
-            )
+            telegram_runner = TelegramRunner(app.service, telegram_config(settings.telegram))
             await telegram_runner.start()
             fronts.push_async_callback(telegram_runner.stop)
             started.append("telegram")

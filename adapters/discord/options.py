@@ -1,10 +1,11 @@
-"""The Discord front end's settings, as plain values (the composition root fills them in)."""
+"""The Discord front end's settings, as plain values (the composition root builds them from its
+configuration; tests build them directly)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 ReplyPolicy = Literal["every_message", "mention", "quiet_period"]
 
@@ -45,32 +46,3 @@ class DiscordOptions:
     redelivery_rounds: int = DEFAULT_REDELIVERY_ROUNDS
     redelivery_delay_s: float = 5.0
     guild_ready_timeout_s: float = 2.0
-
-    @classmethod
-    def from_config(cls, section: Any, **extra: Any) -> DiscordOptions:
-        """Options from the ``[discord]`` config section (any object with its attributes).
-
-        The token may be a plain string or a secret wrapper with ``get_secret_value()``.
-        """
-        token = getattr(section, "token", None)
-        if token is not None and hasattr(token, "get_secret_value"):
-            token = token.get_secret_value()
-        known = {
-            name: getattr(section, name)
-            for name in (
-                "api_base",
-                "gateway_url",
-                "game_master_role",
-                "allow_dms",
-                "reply_policy",
-                "quiet_period_s",
-                "channels",
-                "members_intent",
-                "edit_interval_s",
-                "edit_rate_per_s",
-            )
-            if hasattr(section, name)
-        }
-        if hasattr(section, "command_guilds"):
-            known["command_guilds"] = tuple(int(g) for g in section.command_guilds)
-        return cls(token=token or "", **{**known, **extra})

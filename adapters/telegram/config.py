@@ -8,7 +8,7 @@ constant here so that it can be read, tuned and tested in one place.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 MESSAGE_LIMIT_UTF16 = 4096
 """Telegram's limit for one message's visible text, in UTF-16 code units."""
@@ -72,30 +72,3 @@ class TelegramConfig:
     use_drafts: bool = True
     batch_lines: bool = True
     """Lines sent while a turn runs share the next floor (False: one floor per message)."""
-
-    @classmethod
-    def from_section(cls, section: Any, **overrides: Any) -> TelegramConfig:
-        """Build from a ``[telegram]`` settings object (token, api_base, mode, webhook_url,
-        allowed_users; a secret token is unwrapped), with keyword overrides."""
-        token = section.token
-        if token is not None and hasattr(token, "get_secret_value"):
-            token = token.get_secret_value()
-        if not token:
-            raise ValueError("[telegram] token is not set")
-        values: dict[str, Any] = {
-            "token": str(token),
-            "api_base": section.api_base,
-            "mode": section.mode,
-            "webhook_url": section.webhook_url,
-            "allowed_users": frozenset(int(u) for u in section.allowed_users),
-        }
-        for name in ("webhook_host", "webhook_port", "webhook_path", "batch_lines"):
-            if hasattr(section, name):
-                values[name] = getattr(section, name)
-        secret = getattr(section, "webhook_secret", None)
-        if secret is not None:
-            values["webhook_secret"] = (
-                secret.get_secret_value() if hasattr(secret, "get_secret_value") else str(secret)
-            )
-        values.update(overrides)
-        return cls(**values)

@@ -101,8 +101,7 @@ def test_secrets_are_never_echoed(tmp_path: Path) -> None:
 
 
 def test_platform_sections_reach_the_adapters(tmp_path: Path) -> None:
-    from adapters.discord.options import DiscordOptions
-    from adapters.telegram.config import TelegramConfig
+    from bot.platforms import discord_options, telegram_config
 
     path = tmp_path / "platforms.toml"
     path.write_text(
@@ -111,8 +110,8 @@ def test_platform_sections_reach_the_adapters(tmp_path: Path) -> None:
         "webhook_secret = 'shh'\nbatch_lines = false\n"
     )
     settings = load_settings(path, environ={})
-    discord = DiscordOptions.from_config(settings.discord)
+    discord = discord_options(settings.discord)
     assert discord.command_guilds == (42,) and discord.edit_interval_s == 2.5
-    telegram = TelegramConfig.from_section(settings.telegram)
+    telegram = telegram_config(settings.telegram)
     assert telegram.webhook_port == 9000 and telegram.webhook_secret == "shh"
     assert telegram.batch_lines is False and telegram.mode == "webhook"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
@@ -181,16 +183,17 @@ async def test_group_edits_are_throttled_to_the_latest_text(harness: Harness) ->
 
 def test_config_from_the_settings_section() -> None:
     from bot.config import TelegramSettings
+    from bot.platforms import telegram_config
 
     section = TelegramSettings(
         token="42:SECRET", api_base="http://127.0.0.1:9", allowed_users=[5, 6], mode="webhook"
     )
-    built = limits.TelegramConfig.from_section(section, webhook_port=0)
+    built = replace(telegram_config(section), webhook_port=0)
     assert built.token == "42:SECRET" and built.api_base == "http://127.0.0.1:9"
     assert built.allowed_users == frozenset({5, 6}) and built.mode == "webhook"
     assert built.webhook_port == 0
     with pytest.raises(ValueError, match="token is not set"):
-        limits.TelegramConfig.from_section(TelegramSettings())
+        telegram_config(TelegramSettings())
 
 
 async def test_drafts_refused_by_the_server_fall_back_to_edits(harness: Harness) -> None:
