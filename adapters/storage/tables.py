@@ -23,6 +23,8 @@ from adapters.storage.models import (
     VariableValueRow,
 )
 
+# SQLAlchemy types a mapped class's ``__table__`` as the wider ``FromClause``; a declarative
+# class with columns always has a ``Table`` there, which the statements need (``.c``, inserts).
 REALM = cast(Table, RealmRow.__table__)
 SESSION = cast(Table, SessionRow.__table__)
 BRANCH = cast(Table, BranchRow.__table__)
