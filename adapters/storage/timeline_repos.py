@@ -54,6 +54,12 @@ from engine.timeline.values import (
 )
 
 
+def _gone(what: str) -> NotFoundError:
+    """A row looked up by id is missing (removed since it was read): the message is shown to
+    users, who know floors and pages by number and branches by name, never by row id."""
+    return NotFoundError(f"that {what} no longer exists")
+
+
 class _Repo:
     def __init__(self, db: AsyncConnection) -> None:
         self._db = db
@@ -65,7 +71,7 @@ class SqlRealms(_Repo):
     async def get(self, realm_id: int) -> Realm:
         row = (await self._db.execute(select(REALM).where(REALM.c.id == realm_id))).first()
         if row is None:
-            raise NotFoundError(f"realm {realm_id} does not exist")
+            raise _gone("realm")
         return convert.realm(row)
 
     async def find(self, platform: str, key: str) -> Realm | None:
@@ -85,7 +91,7 @@ class SqlSessions(_Repo):
         stmt = select(SESSION).where(SESSION.c.id == session_id)
         row = (await self._db.execute(stmt)).first()
         if row is None:
-            raise NotFoundError(f"session {session_id} does not exist")
+            raise _gone("session")
         return convert.session(row)
 
     async def find(self, platform: str, key: str) -> Session | None:
@@ -113,7 +119,7 @@ class SqlSessions(_Repo):
         params = {"session_id": session_id}
         rows = [row._mapping for row in await self._db.execute(SESSION_WITH_BRANCHES, params)]
         if not rows:
-            raise NotFoundError(f"session {session_id} does not exist")
+            raise _gone("session")
         session = convert.session(_Sub(rows[0], "s_"))
         branches = [convert.branch(_Sub(data, "b_")) for data in rows if data["b_id"] is not None]
         return session, branches
@@ -125,7 +131,7 @@ class SqlBranches(_Repo):
     async def get(self, branch_id: int) -> Branch:
         row = (await self._db.execute(select(BRANCH).where(BRANCH.c.id == branch_id))).first()
         if row is None:
-            raise NotFoundError(f"branch {branch_id} does not exist")
+            raise _gone("branch")
         return convert.branch(row)
 
     async def find(self, session_id: int, name: str) -> Branch | None:
@@ -168,7 +174,7 @@ class SqlBranches(_Repo):
             return
         stmt = select(BRANCH.c.id).where(BRANCH.c.id == branch_id).with_for_update()
         if (await self._db.execute(stmt)).first() is None:
-            raise NotFoundError(f"branch {branch_id} does not exist")
+            raise _gone("branch")
 
 
 class SqlFloors(_Repo):
@@ -193,7 +199,7 @@ class SqlFloors(_Repo):
     async def get(self, floor_id: int) -> Floor:
         row = (await self._db.execute(select(FLOOR).where(FLOOR.c.id == floor_id))).first()
         if row is None:
-            raise NotFoundError(f"floor {floor_id} does not exist")
+            raise _gone("floor")
         return convert.floor(row)
 
     async def latest(self, branch_id: int) -> Floor | None:
@@ -367,7 +373,7 @@ class SqlPages(_Repo):
     async def get(self, page_id: int) -> Page:
         row = (await self._db.execute(select(PAGE).where(PAGE.c.id == page_id))).first()
         if row is None:
-            raise NotFoundError(f"page {page_id} does not exist")
+            raise _gone("page")
         return convert.page(row)
 
     async def context(self, page_id: int) -> PageContext:
@@ -388,7 +394,7 @@ class SqlPages(_Repo):
         )
         row = (await self._db.execute(stmt)).first()
         if row is None:
-            raise NotFoundError(f"page {page_id} does not exist")
+            raise _gone("page")
         data = row._mapping
         return PageContext(
             page=convert.page(_Sub(data, "p_")),
