@@ -14,23 +14,31 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from engine.memory.injection import MEMORY_BUDGET_TOKENS
 from engine.prompt.inputs import AuthorNote
+from engine.timeline.values import MAIN_BRANCH as MAIN_BRANCH  # re-exported: one definition
 from engine.variables.values import Scope as Scope  # re-exported: front ends name scopes
-
-if TYPE_CHECKING:
-    from engine.turns.options import OptionSpec
 
 AssetKind = Literal["card", "preset", "worldbook", "regex", "chat"]
 MacroMode = Literal["read_only", "full", "off"]
 ReplyPolicy = Literal["every_message", "mention", "quiet_period"]
 MemoryKindName = Literal["fact", "summary", "open_loop"]
-MAIN_BRANCH = "main"
 REPLY_POLICIES: tuple[ReplyPolicy, ...] = ("every_message", "mention", "quiet_period")
 MEMORY_LIST_LIMIT = 20
 """Memories :meth:`RoleplayService.memories` returns when no limit is given."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OptionSpec:
+    """One user-facing session option: its name, the words it takes (``()`` for a number,
+    ``budget``) for autocomplete, and a one-line help (the specs are in
+    :mod:`engine.turns.options`)."""
+
+    name: str
+    values: tuple[str, ...]
+    help: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -264,7 +272,10 @@ class RoleplayService(Protocol):
         ...
 
     async def reset(self, key: SessionKey) -> None:
-        """Start the session over on a fresh main branch (old floors stay, hidden)."""
+        """Start the main branch over: its floors are hidden (kept, left out of history,
+        prompts and exports) and its branch-scope variables deleted (logged); other branches
+        and the chat and global variables are untouched, and ``main`` becomes the current
+        branch again."""
         ...
 
     async def greet(

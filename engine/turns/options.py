@@ -22,17 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from engine.errors import ConfigurationError
 from engine.memory.injection import MEMORY_BUDGET_TOKENS
 from engine.timeline.values import SessionSettings
-from engine.turns.api import REPLY_POLICIES
+from engine.turns.api import REPLY_POLICIES, OptionSpec, SessionInfo
 from engine.turns.profiles import DEFAULT_ENABLED_SLOTS, SLOTS, Slot, Stage, stages_for_turn
 from engine.turns.tools import TOOLS_GLOBAL_WRITES
-
-if TYPE_CHECKING:
-    from engine.turns.api import SessionInfo
 
 PROMPT_MODES: Final[tuple[str, ...]] = ("compat_strict", "compat_plus", "native")
 """What ``mode`` takes: SillyTavern's prompt exactly, plus the memory block, the prompt graph."""
@@ -54,16 +51,6 @@ TOOLS_SETTING: Final = "tools"
 
 _TRUE: Final = frozenset({"on", "true", "yes", "1"})
 _FALSE: Final = frozenset({"off", "false", "no", "0"})
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OptionSpec:
-    """One user-facing session option: its name, the words it takes (``()`` for a number,
-    ``budget``) for autocomplete, and a one-line help."""
-
-    name: str
-    values: tuple[str, ...]
-    help: str
 
 
 SESSION_OPTION_SPECS: Final[tuple[OptionSpec, ...]] = (

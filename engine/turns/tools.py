@@ -3,19 +3,21 @@
 Seven tools: ``get_variable``, ``set_variable``, ``roll_dice``, ``random_choice``,
 ``current_time``, ``query_memory`` and ``character_info``. Each has a side-effect level:
 
-- ``none``: reads only;
+- ``none``: reads only (every built-in tool but ``set_variable``);
 - ``sandbox``: writes go to the generating page's staged log, so they are kept only if the page
   commits (a failed turn or another page of a regenerate never sees them);
-- ``irreversible``: an outside effect that cannot be rolled back; refused unless the session
-  allows such tools.
+- ``irreversible``: an outside effect that cannot be rolled back; no built-in tool has one, and
+  a tool that does is neither offered nor run unless the policy's ``allow_irreversible`` is set.
 
-A :class:`ToolBox` serves one turn. The session's :class:`ToolPolicy` decides which slot may
-call which tool (allow and deny lists per slot), how many calls a turn may make
-(``max_calls_per_turn``), how many tool rounds one generation may take (``max_steps``) and
-which scopes the model may write: page, floor, branch and chat, and ``global`` (the realm,
-which every session of a Discord server or Telegram chat shares) only where a game master
-allowed it for the session (the :data:`TOOLS_GLOBAL_WRITES` setting). Every call, allowed or
-not, leaves a :class:`ToolRecord` that is kept with the page's floor.
+A :class:`ToolBox` serves one turn. Tools are off unless the session's ``tools`` option turns
+them on (many OpenAI-compatible servers refuse tool definitions); then the session's
+:class:`ToolPolicy` decides which slot may call which tool (allow and deny lists per slot), how
+many calls a turn may make (``max_calls_per_turn``), how many tool rounds one generation may
+take (``max_steps``) and which scopes the model may write: page, floor, branch and chat, and
+``global`` (the realm, which every session of a Discord server or Telegram chat shares) only
+where a game master allowed it for the session (the :data:`TOOLS_GLOBAL_WRITES` setting).
+Every call, allowed or not, leaves a :class:`ToolRecord`; the records of a page are kept in its
+meta (``tool_records``).
 
 Tools share the page's staged log with its macros: a tool reads what the page's macros wrote,
 and past :data:`~engine.variables.values.MAX_WRITES_PER_PAGE` writes a further write is refused

@@ -36,3 +36,23 @@ def test_each_call_is_implemented_with_the_same_parameters(
     found = getattr(implementation, name, None)
     assert found is not None, f"{implementation.__name__} has no {name}"
     assert _params(found) == _params(getattr(RoleplayService, name))
+
+
+def test_the_facade_implements_every_member_of_the_protocol() -> None:
+    # Every public member, the plain (non-async) ones too, with the same parameters and the
+    # same kind (coroutine or not).
+    members = [
+        n for n, v in vars(RoleplayService).items() if not n.startswith("_") and callable(v)
+    ]
+    assert "session_option_specs" in members
+    for name in members:
+        wanted = getattr(RoleplayService, name)
+        found = getattr(TavernService, name, None)
+        assert found is not None, f"TavernService has no {name}"
+        assert _params(found) == _params(wanted), name
+        assert inspect.iscoroutinefunction(found) == inspect.iscoroutinefunction(wanted), name
+
+
+def test_the_facade_is_composed_not_inherited() -> None:
+    # The facade delegates to services it holds; it inherits no behaviour.
+    assert TavernService.__mro__ == (TavernService, object)

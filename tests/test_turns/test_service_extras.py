@@ -8,6 +8,7 @@ import json
 import pytest
 
 from engine.errors import EngineError, FormatError, LimitExceededError
+from engine.timeline.service import MAX_INPUTS_PER_FLOOR
 from engine.turns import context, transfer
 from engine.turns.api import MAIN_BRANCH, PlatformRef, UserLine
 from engine.turns.locks import BranchLocks
@@ -143,6 +144,12 @@ async def test_platform_links_hide_and_reset(service: TavernService) -> None:
     await service.respond(KEY, MAIN_BRANCH, [line("{{setvar::kept::1}}two")])
     assert "kept" in await service.variables(KEY, MAIN_BRANCH)
     await service.reset(KEY)
+    assert await service.history(KEY, MAIN_BRANCH) == []
+    # Too many messages for one floor: the timeline's limit, named with the branch as users
+    # know it, and still no floor.
+    with pytest.raises(LimitExceededError, match="branch 'main'") as crowded:
+        await service.respond(KEY, MAIN_BRANCH, [line("hi")] * (MAX_INPUTS_PER_FLOOR + 1))
+    assert crowded.value.limit == "MAX_INPUTS_PER_FLOOR"
     assert await service.history(KEY, MAIN_BRANCH) == []
     assert "kept" not in await service.variables(KEY, MAIN_BRANCH)
     assert (await service.respond(KEY, MAIN_BRANCH, [line("fresh")])).floor == 3
