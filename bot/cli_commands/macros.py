@@ -19,7 +19,7 @@ import json
 import math
 import sys
 from collections.abc import Iterable
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from bot.cli_commands import Subcommands
 from engine.errors import FormatError
@@ -135,13 +135,17 @@ def eval_lines(source: Iterable[str | bytes], sink: TextIO) -> int:
     return bad
 
 
+def _stdin() -> BinaryIO | TextIO:
+    """Standard input as bytes; as text when it has no byte layer (a replaced ``sys.stdin``)."""
+    return sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin
+
+
 def _eval(args: argparse.Namespace) -> int:
     if args.jsonl:
         # Bytes, so that one line that is not UTF-8 is one error line, not the end of the run.
-        stream = getattr(sys.stdin, "buffer", sys.stdin)
-        eval_lines(stream, sys.stdout)
+        eval_lines(_stdin(), sys.stdout)
         return 0
-    raw = getattr(sys.stdin, "buffer", sys.stdin).read()
+    raw = _stdin().read()
     try:
         case = loads(
             raw if isinstance(raw, str) else decode_text(raw, source="stdin"), source="stdin"
