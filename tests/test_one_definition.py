@@ -20,15 +20,9 @@ LEFT_FOR_LATER: frozenset[str] = frozenset(
         # Value sets still written out twice outside the modules issue 14 cleaned up; a copy
         # not named here fails. Remove a name once its copy is gone.
         "ReplyPolicy",
-        "Role",
         "RoleChoice",
-        "_LINK_ROLES",
-        "_LOG_SOURCES",
-        "_OPS",
-        "ROLES",
         "PHASES",
         "ACCESS_MODES",
-        "ROLE_BY_NUMBER",
         "PLAYER_ACCESS_MODES",
         "REPLY_POLICIES",
         "PROMPT_MODES",
@@ -40,6 +34,9 @@ LEFT_FOR_LATER: frozenset[str] = frozenset(
     }
 )
 """Names (without their module) of the duplicates known when this test was written."""
+NOT_COPIES: frozenset[str] = frozenset({"ROLE_BY_NUMBER"})
+"""Tuples equal to a Literal's values by more than chance: SillyTavern numbers the roles in
+this order (``ROLE_BY_NUMBER[n]``), whatever order the Literal lists them in."""
 
 
 def _modules() -> Iterator[tuple[str, ast.Module]]:
@@ -136,7 +133,7 @@ def test_no_tuple_copies_a_literal_by_hand() -> None:
     copies = {
         name: literals[values]
         for name, values in tuples
-        if values in literals and name.rsplit(".", 1)[1] not in LEFT_FOR_LATER
+        if values in literals and name.rsplit(".", 1)[1] not in LEFT_FOR_LATER | NOT_COPIES
     }
     assert copies == {}
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 from engine.errors import FormatError
 from engine.formats import archive_memory
@@ -103,9 +103,9 @@ MAX_ARCHIVE_ROWS: Final = 2_000_000
 SNIFF_BYTES: Final = 4096
 """How much of a file :func:`looks_like_archive` looks at."""
 _FORMAT_PAIR: Final = re.compile(rb'(?<!\\)"format"\s*:\s*"' + ARCHIVE_FORMAT.encode() + rb'"')
-_LINK_ROLES: Final[tuple[LinkRole, ...]] = ("user", "assistant")
-_LOG_SOURCES: Final[tuple[LogSource, ...]] = ("page", "explicit")
-_OPS: Final[tuple[MutationOp, ...]] = ("set", "delete")
+_LINK_ROLES: Final[tuple[LinkRole, ...]] = get_args(LinkRole)
+_LOG_SOURCES: Final[tuple[LogSource, ...]] = get_args(LogSource)
+_OPS: Final[tuple[MutationOp, ...]] = get_args(MutationOp)
 _OWNED_SCOPES: Final = {"page": "pages", "floor": "floors", "branch": "branches"}
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 from engine.errors import FormatError
 from engine.formats.fieldread import FieldReader, merge_known
 
 Role = Literal["system", "user", "assistant"]
-ROLES: tuple[Role, ...] = ("system", "user", "assistant")
+ROLES: tuple[Role, ...] = get_args(Role)
 
 # prompt_order owners: the Chat Completion prompt manager reads 100001; 100000 is the legacy id.
 CHARACTER_ID_GLOBAL = 100001

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-Role = Literal["system", "user", "assistant"]
+from engine.formats.preset import Role as Role  # re-exported: a message's chat role
+
 Mode = Literal["compat_strict", "compat_plus", "native"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 
