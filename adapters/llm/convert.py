@@ -99,9 +99,11 @@ def result_from_completion(completion: ChatCompletion) -> ChatResult:
     """A finished, non-streamed ``ChatCompletion`` as an engine result."""
     usage = usage_from_wire(completion.usage)
     choices = completion.choices or []
-    message = choices[0].message if choices else None
-    if message is None:
+    if not choices:
         return ChatResult(text="", finish_reason="empty", usage=usage)
+    message = choices[0].message
+    if message is None:  # no text at all, e.g. a content filter's answer
+        return ChatResult(text="", finish_reason=choices[0].finish_reason or "empty", usage=usage)
     calls = tuple(
         ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
         for call in message.tool_calls or []
