@@ -15,25 +15,6 @@ from tests.conftest import ROOT
 PACKAGES = ("engine", "adapters", "bot")
 ONCE = ("SystemClock",)
 """Classes that must exist in one place only, whatever their shape."""
-LEFT_FOR_LATER: frozenset[str] = frozenset(
-    {
-        # Value sets still written out twice outside the modules issue 14 cleaned up; a copy
-        # not named here fails. Remove a name once its copy is gone.
-        "ReplyPolicy",
-        "RoleChoice",
-        "PHASES",
-        "ACCESS_MODES",
-        "PLAYER_ACCESS_MODES",
-        "REPLY_POLICIES",
-        "PROMPT_MODES",
-        "MACRO_MODES",
-        "SLOTS",
-        "STAGE_ORDER",
-        "PROVIDERS",
-        "KINDS",
-    }
-)
-"""Names (without their module) of the duplicates known when this test was written."""
 NOT_COPIES: frozenset[str] = frozenset({"ROLE_BY_NUMBER"})
 """Tuples equal to a Literal's values by more than chance: SillyTavern numbers the roles in
 this order (``ROLE_BY_NUMBER[n]``), whatever order the Literal lists them in."""
@@ -108,11 +89,7 @@ def test_each_literal_value_set_is_defined_once() -> None:
             values = _literal_values(value) if value is not None else None
             if values is not None:
                 where[values].append(f"{module}.{name}")
-    twice = {
-        values: names
-        for values, names in where.items()
-        if len([n for n in names if n.rsplit(".", 1)[1] not in LEFT_FOR_LATER]) > 1
-    }
+    twice = {values: names for values, names in where.items() if len(names) > 1}
     assert twice == {}
 
 
@@ -133,7 +110,7 @@ def test_no_tuple_copies_a_literal_by_hand() -> None:
     copies = {
         name: literals[values]
         for name, values in tuples
-        if values in literals and name.rsplit(".", 1)[1] not in LEFT_FOR_LATER | NOT_COPIES
+        if values in literals and name.rsplit(".", 1)[1] not in NOT_COPIES
     }
     assert copies == {}
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
-ReplyPolicy = Literal["every_message", "mention", "quiet_period"]
+from engine.turns.api import ReplyPolicy
 
 DEFAULT_EDIT_INTERVAL_S = 1.0
 DEFAULT_EDIT_RATE_PER_S = 20.0  # leaves room under Discord's 50 requests/s per bot

@@ -17,9 +17,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from adapters.discord.convert import Place
-from adapters.discord.options import ReplyPolicy
 from adapters.discord.tasks import TaskOwner
-from engine.turns.api import UserLine
+from engine.turns.api import ReplyPolicy, UserLine
 
 MAX_PENDING_LINES = 50
 

@@ -16,9 +16,8 @@ import logging
 from dataclasses import dataclass, field
 
 from adapters.discord.convert import Place
-from adapters.discord.options import ReplyPolicy
 from engine.errors import NotFoundError
-from engine.turns.api import MAIN_BRANCH, RoleplayService, SessionInfo, SessionKey
+from engine.turns.api import MAIN_BRANCH, ReplyPolicy, RoleplayService, SessionInfo, SessionKey
 
 _log = logging.getLogger(__name__)
 MAX_CACHED_SESSIONS = 50_000

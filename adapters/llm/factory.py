@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, get_args
 
 from engine.errors import ConfigurationError
 from engine.ports import ChatModel
+from engine.turns.profiles import Provider
 
-PROVIDERS = ("openai", "offline")
+PROVIDERS: tuple[Provider, ...] = get_args(Provider)
 """The providers :func:`build_chat_model` knows."""
 
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from engine.errors import FormatError
 from engine.turns.api import AssetKind
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 CARD_CHUNK_KEYS = frozenset({b"chara", b"ccv3"})
-KINDS: tuple[AssetKind, ...] = ("card", "preset", "worldbook", "regex", "chat")
+KINDS: tuple[AssetKind, ...] = get_args(AssetKind)
 KIND_WORDS: dict[str, AssetKind] = {
     "card": "card",
     "character": "card",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 MACRO_UNKNOWN = "macro_unknown"
 MACRO_VALUE_MISSING = "macro_value_missing"
@@ -52,7 +52,7 @@ WARNING_CODES = frozenset(
 )
 
 Phase = Literal["import", "preview", "dry_run", "assemble", "commit"]
-PHASES: tuple[Phase, ...] = ("import", "preview", "dry_run", "assemble", "commit")
+PHASES: tuple[Phase, ...] = get_args(Phase)
 Scope = Literal["local", "global"]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal, assert_never
+from typing import Any, Literal, assert_never, get_args
 
 from engine.macros import diagnostics as d
 from engine.macros import fallbacks, variables
@@ -48,7 +48,7 @@ from engine.macros.shorthand import eval_shorthand
 #: Access to state-changing macros: ``full``, ``read_only`` (user-authored platform text:
 #: write macros stay raw with a warning) or ``off`` (no macro is evaluated).
 Access = Literal["full", "read_only", "off"]
-ACCESS_MODES: tuple[Access, ...] = ("full", "read_only", "off")
+ACCESS_MODES: tuple[Access, ...] = get_args(Access)
 
 
 class MacroEnv:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal, get_args
 
 from engine.macros import (
     DEFAULT_LIMITS,
@@ -61,8 +61,10 @@ class Diagnostic:
         return out
 
 
-PLAYER_ACCESS_MODES: tuple[str, ...] = ("read_only", "full", "off")
-"""The session's ``macro_mode`` values: what player text's macros may do."""
+MacroMode = Literal["read_only", "full", "off"]
+"""A session's ``macro_mode``: what player text's macros may do."""
+PLAYER_ACCESS_MODES: tuple[MacroMode, ...] = get_args(MacroMode)
+"""Every :data:`MacroMode`."""
 
 _BRACE = re.compile(r"[{}]")
 

@@ -14,18 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from engine.memory.injection import MEMORY_BUDGET_TOKENS
 from engine.prompt.inputs import AuthorNote
+from engine.prompt.macro_port import MacroMode as MacroMode  # re-exported: session options
 from engine.timeline.values import MAIN_BRANCH as MAIN_BRANCH  # re-exported: one definition
 from engine.variables.values import Scope as Scope  # re-exported: front ends name scopes
 
 AssetKind = Literal["card", "preset", "worldbook", "regex", "chat"]
-MacroMode = Literal["read_only", "full", "off"]
 ReplyPolicy = Literal["every_message", "mention", "quiet_period"]
 MemoryKindName = Literal["fact", "summary", "open_loop"]
-REPLY_POLICIES: tuple[ReplyPolicy, ...] = ("every_message", "mention", "quiet_period")
+REPLY_POLICIES: tuple[ReplyPolicy, ...] = get_args(ReplyPolicy)
 MEMORY_LIST_LIMIT = 20
 """Memories :meth:`RoleplayService.memories` returns when no limit is given."""
 

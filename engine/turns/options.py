@@ -26,14 +26,16 @@ from typing import Any, Final
 
 from engine.errors import ConfigurationError
 from engine.memory.injection import MEMORY_BUDGET_TOKENS
+from engine.prompt.ir import MODES
+from engine.prompt.macro_port import PLAYER_ACCESS_MODES
 from engine.timeline.values import SessionSettings
 from engine.turns.api import REPLY_POLICIES, OptionSpec, SessionInfo
 from engine.turns.profiles import DEFAULT_ENABLED_SLOTS, SLOTS, Slot, Stage, stages_for_turn
 from engine.turns.tools import TOOLS_GLOBAL_WRITES
 
-PROMPT_MODES: Final[tuple[str, ...]] = ("compat_strict", "compat_plus", "native")
+PROMPT_MODES: Final[tuple[str, ...]] = MODES
 """What ``mode`` takes: SillyTavern's prompt exactly, plus the memory block, the prompt graph."""
-MACRO_MODES: Final[tuple[str, ...]] = ("read_only", "full", "off")
+MACRO_MODES: Final[tuple[str, ...]] = PLAYER_ACCESS_MODES
 """What ``macros`` takes: how macros in player text are evaluated."""
 SWITCH_VALUES: Final[tuple[str, ...]] = ("on", "off")
 """What an on/off option is shown with (``true/false``, ``yes/no``, ``1/0`` are read too)."""

@@ -30,20 +30,15 @@ from engine.errors import ConfigurationError
 Slot = Literal["narrator", "director", "verifier", "memory"]
 SlotPattern = Literal["narrator", "director", "verifier", "memory", "*"]
 WILDCARD: Final = "*"
-SLOTS: Final[tuple[Slot, ...]] = ("narrator", "director", "verifier", "memory")
+SLOTS: Final[tuple[Slot, ...]] = get_args(Slot)
 """Every instance slot."""
 OPTIONAL_SLOTS: Final[frozenset[Slot]] = frozenset({"director", "verifier"})
 """Slots that are off unless a session turns them on."""
 DEFAULT_ENABLED_SLOTS: Final[frozenset[Slot]] = frozenset({"narrator", "memory"})
 
 Stage = Literal["director", "memory_retrieval", "narrator", "verifier", "memory_agent"]
-STAGE_ORDER: Final[tuple[Stage, ...]] = (
-    "director",
-    "memory_retrieval",
-    "narrator",
-    "verifier",
-    "memory_agent",
-)
+"""A turn's stages, listed in the order a turn runs them (:data:`STAGE_ORDER`)."""
+STAGE_ORDER: Final[tuple[Stage, ...]] = get_args(Stage)
 """The order in which a turn runs its stages."""
 STAGE_SLOT: Final[Mapping[Stage, Slot]] = MappingProxyType(
     {

@@ -23,9 +23,9 @@ from adapters.discord.commands.context import (
 from adapters.discord.commands.guard import guard
 from adapters.discord.commands.settings import add_session_set, settings_line
 from adapters.discord.convert import place_of
-from adapters.discord.options import ReplyPolicy
 from engine.prompt.inputs import AuthorNote
-from engine.turns.api import AssetKind
+from engine.prompt.ir import Role
+from engine.turns.api import AssetKind, ReplyPolicy
 from engine.turns.notes import (
     MAX_NOTE_DEPTH,
     MAX_NOTE_INTERVAL,
@@ -36,7 +36,6 @@ from engine.turns.notes import (
 )
 
 PositionChoice = Literal["in_chat", "in_prompt", "before_prompt"]
-RoleChoice = Literal["system", "user", "assistant"]
 THREAD_NAME_LIMIT = 100
 EXISTING_THREAD = 160004
 MEMORY_BLOCK = "memory"  # the identifier of the long-term memory block in a dry run's messages
@@ -161,7 +160,7 @@ def build_session(deps: CommandDeps) -> app_commands.Group:
         depth: app_commands.Range[int, 0, MAX_NOTE_DEPTH] | None = None,
         interval: app_commands.Range[int, 0, MAX_NOTE_INTERVAL] | None = None,
         position: PositionChoice | None = None,
-        role: RoleChoice | None = None,
+        role: Role | None = None,
         clear: bool = False,
     ) -> None:
         async with guard(interaction):
