@@ -3,7 +3,7 @@
 - :mod:`.api` — the ``RoleplayService`` protocol and its values (front ends use only this).
 - :mod:`.service` — ``TavernService``, a thin facade over the services of :mod:`.parts`, each
   a plain class named for what it owns: :mod:`.sessions`, :mod:`.session_settings`,
-  :mod:`.branches`, :mod:`.turns` (with :mod:`.failures`), :mod:`.personas`,
+  :mod:`.branches`, :mod:`.turns` (with :mod:`.failures`), :mod:`.pages`, :mod:`.personas`,
   :mod:`.variables`, :mod:`.assets`, :mod:`.profile_store`, :mod:`.memory_access`,
   :mod:`.links`, :mod:`.transfer`, :mod:`.previews` and :mod:`.recovery`.
 - :mod:`.workflow` — one generation (director, assembly, streamed narrator with tools, summary

@@ -15,8 +15,9 @@ constructor, so the arrows between them are all here:
 - :class:`~engine.turns.links.PlatformLinks` — platform message ids to floors and pages.
 - :class:`~engine.turns.transfer.Transfer` — SillyTavern imports and exports.
 - :class:`~engine.turns.previews.Previews` — macro previews and prompt dry runs.
-- :class:`~engine.turns.turns.Turns` — respond, regenerate, continue, edit, swipe, greet
-  (failures recorded by :class:`~engine.turns.failures.TurnFailures`).
+- :class:`~engine.turns.turns.Turns` — respond, regenerate, continue, edit (failures
+  recorded by :class:`~engine.turns.failures.TurnFailures`).
+- :class:`~engine.turns.pages.Pages` — swipes and the greeting.
 - :class:`~engine.turns.recovery.Recovery` — this process's lease and crash recovery.
 """
 
@@ -37,6 +38,7 @@ from engine.turns.links import PlatformLinks
 from engine.turns.locks import BranchLocks
 from engine.turns.memory_access import MemoryAccess
 from engine.turns.options import SessionDefaults
+from engine.turns.pages import Pages
 from engine.turns.personas import Personas
 from engine.turns.previews import Previews
 from engine.turns.profile_store import ProfileStore
@@ -69,6 +71,7 @@ class Parts:
     transfer: Transfer
     previews: Previews
     turns: Turns
+    pages: Pages
     recovery: Recovery
 
 
@@ -135,5 +138,6 @@ def build_parts(
             clock=clock,
             rng=rng,
         ),
+        pages=Pages(storage, sessions, timeline, history, locks),
         recovery=Recovery(leases, timeline, model=default_profile.model),
     )

@@ -185,13 +185,13 @@ class TavernService:
 
     async def swipe(self, key: SessionKey, branch: str, step: int) -> ReplyView:
         """Activate the page ``step`` away on the latest floor (clamped)."""
-        return await self.parts.turns.swipe(key, branch, step)
+        return await self.parts.pages.swipe(key, branch, step)
 
     async def greet(
         self, key: SessionKey, branch: str = MAIN_BRANCH, *, user_name: str = "User"
     ) -> ReplyView | None:
         """The character's greeting(s) as floor 1 of an empty branch, or None."""
-        return await self.parts.turns.greet(key, branch, user_name=user_name)
+        return await self.parts.pages.greet(key, branch, user_name=user_name)
 
     # ----------------------------------------------------------------- sessions
     async def open_session(self, key: SessionKey, *, character: str | None = None) -> SessionInfo:

@@ -1,4 +1,4 @@
-"""Turns: respond, regenerate, continue, edit-and-regenerate, swipe and the greeting (see
+"""Turns: respond, regenerate, continue and edit-and-regenerate (see
 :mod:`engine.turns.service` for the steps of a turn). One turn at a time per branch
 (:class:`~engine.turns.locks.BranchLocks`); a failure is recorded by
 :class:`~engine.turns.failures.TurnFailures`."""
@@ -31,7 +31,6 @@ from engine.turns.context import (
 from engine.turns.errors import NothingToDoError
 from engine.turns.events import emit
 from engine.turns.failures import TurnFailures, records_a_failed_floor
-from engine.turns.greeting import greet
 from engine.turns.locks import BranchLocks
 from engine.turns.memory_access import MemoryAccess
 from engine.turns.options import MEMORY_BUDGET, TOOLS_SETTING, memory_enabled, session_stages
@@ -39,7 +38,7 @@ from engine.turns.personas import Personas
 from engine.turns.profile_store import ProfileStore
 from engine.turns.sessions import SessionIds, Sessions
 from engine.turns.tools import TOOLS_GLOBAL_WRITES, ToolBox, ToolEnv, ToolPolicy
-from engine.turns.views import committed_numbers, reply_view
+from engine.turns.views import committed_numbers
 from engine.turns.workflow import Generation, ModelFor, TurnOptions
 
 __all__ = ["MAX_INPUT_CHARS", "Turns"]
@@ -54,7 +53,7 @@ _Opened = tuple[Branch, OpenedFloor, TurnRead]
 
 
 class Turns:
-    """Generating, committing and swiping pages of a session's branches."""
+    """Generating and committing pages of a session's branches."""
 
     def __init__(
         self,
@@ -245,36 +244,6 @@ class Turns:
             name = f"{branch}-edit-{latest.seq}-{n}"
         await self._branches.fork(key, branch, after_floor=latest.seq - 1, name=name)
         return await self.respond(key, name, lines, on_text=on_text)
-
-    async def swipe(self, key: SessionKey, branch: str, step: int) -> ReplyView:
-        """Activate the page ``step`` away on the latest floor (clamped to the first/last)."""
-        ids, target = await self._sessions.target(key, branch)
-        async with self._locks.hold(ids.session_id, branch):
-            latest = await self._history.latest_floor(target.id)
-            if latest is None or latest.state != "committed":
-                raise NothingToDoError(f"branch {branch!r} has no reply of its own to swipe")
-            pages = [p for p in await self._history.pages(latest.id) if p.status == "committed"]
-            numbers = [p.number for p in pages]
-            index = numbers.index(latest.active_page) if latest.active_page in numbers else 0
-            chosen = max(0, min(len(numbers) - 1, index + step))
-            await self._timeline.activate_page(latest.id, numbers[chosen])
-            view = await self._history.floor_view(target.id, latest.seq)
-        return reply_view(key, view)
-
-    async def greet(self, key: SessionKey, branch: str, *, user_name: str) -> ReplyView | None:
-        """Open an empty branch with the character's greeting(s) as floor 1 (see
-        :mod:`engine.turns.greeting`); None when there is nothing to greet with."""
-        ids, target = await self._sessions.target(key, branch)
-        async with self._locks.hold(ids.session_id, branch):
-            return await greet(
-                self._storage,
-                self._timeline,
-                self._history,
-                key,
-                ids.session_id,
-                target,
-                user_name=user_name,
-            )
 
     async def _again(
         self, key: SessionKey, branch: str, mode: str, on_text: OnText | None
