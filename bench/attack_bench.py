@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from adapters.llm import ChatModelPool  # noqa: E402
 from adapters.storage import open_storage  # noqa: E402
 from engine.turns.api import SessionKey, Speaker, UserLine  # noqa: E402
-from engine.turns.turns import MAX_INPUT_CHARS  # noqa: E402
 from engine.turns.profiles import LLMProfile, NoSecretCipher  # noqa: E402
 from engine.turns.service import TavernService  # noqa: E402
+from engine.turns.turns import MAX_INPUT_CHARS  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer, FakeReply  # noqa: E402
 
 LATENCY_S = 0.2

@@ -21,7 +21,8 @@ from engine.turns.options import MEMORY_BUDGET, TOOLS_SETTING, session_stages
 from engine.turns.personas import Personas
 from engine.turns.profile_store import ProfileStore
 from engine.turns.sessions import Sessions
-from engine.turns.tools import ToolBox, ToolEnv, ToolPolicy
+from engine.turns.tool_builtins import ToolEnv
+from engine.turns.tools import ToolBox, ToolPolicy
 from engine.turns.workflow import Generation, ModelFor, TurnOptions
 from engine.variables import store
 from engine.variables.service import VariableService

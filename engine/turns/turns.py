@@ -37,7 +37,8 @@ from engine.turns.options import MEMORY_BUDGET, TOOLS_SETTING, memory_enabled, s
 from engine.turns.personas import Personas
 from engine.turns.profile_store import ProfileStore
 from engine.turns.sessions import SessionIds, Sessions
-from engine.turns.tools import TOOLS_GLOBAL_WRITES, ToolBox, ToolEnv, ToolPolicy
+from engine.turns.tool_builtins import ToolEnv
+from engine.turns.tools import TOOLS_GLOBAL_WRITES, ToolBox, ToolPolicy
 from engine.turns.views import committed_numbers
 from engine.turns.workflow import Generation, ModelFor, TurnOptions
 

@@ -22,6 +22,7 @@ from adapters.storage.archive_repo import SqlArchiveRepository
 from engine.errors import EngineError
 from engine.formats.archive import archive_to_bytes, parse_archive
 from engine.ports import ToolCall
+from engine.turns import tool_builtins as tb
 from engine.turns import tools as t
 from engine.turns.api import MAIN_BRANCH, SessionKey
 from engine.turns.service import TavernService
@@ -49,7 +50,7 @@ async def test_vars_set_refuses_a_non_finite_number(service: TavernService, valu
 
 @pytest.mark.parametrize("raw", ['{"name": "m", "value": 1e999}', '{"name": "m", "value": NaN}'])
 async def test_the_set_variable_tool_refuses_a_non_finite_number(raw: str) -> None:
-    env = t.ToolEnv(
+    env = tb.ToolEnv(
         state=VariableState(branch={"m": 1}),
         staged=[],
         card={},

@@ -28,8 +28,8 @@ import engine.turns.workflow as workflow
 from adapters.storage import SqlStorage
 from engine.prompt.regex_budget import EXHAUSTED
 from engine.turns.api import MAIN_BRANCH, SessionKey, Speaker, UserLine
-from engine.turns.turns import MAX_INPUT_CHARS
 from engine.turns.service import TavernService
+from engine.turns.turns import MAX_INPUT_CHARS
 from tests.test_turns.conftest import Recorder, offline_service
 
 pytestmark = pytest.mark.timeout(240)

@@ -11,6 +11,7 @@ import pytest
 
 from engine.errors import ConfigurationError
 from engine.ports import ToolCall
+from engine.turns import tool_builtins as tb
 from engine.turns import tools as t
 from engine.turns.api import MAIN_BRANCH
 from engine.turns.service import TavernService
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def box(policy: t.ToolPolicy, staged: list[Mutation] | None = None) -> t.ToolBox:
-    env = t.ToolEnv(
+    env = tb.ToolEnv(
         state=VariableState(),
         staged=staged if staged is not None else [],
         card={},

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from engine.ports import ToolCall, ToolSpec
+from engine.turns import tool_builtins as tb
 from engine.turns import tools as t
 from engine.variables.values import Mutation, VariableState
 
@@ -28,7 +29,7 @@ class Sequence:
 
 
 def box(policy: t.ToolPolicy | None = None, *randoms: float) -> t.ToolBox:
-    env = t.ToolEnv(
+    env = tb.ToolEnv(
         state=VariableState(branch={"hp": 10}, chat={"hp": 3, "place": "inn"}),
         staged=[],
         card={"name": "Mira", "description": "a fox"},
@@ -50,7 +51,7 @@ async def test_get_and_set_variable_read_through_the_staged_log() -> None:
     assert json.loads(chat.result)["value"] == 3
     written = await tools.call("narrator", call("set_variable", name="hp", value=7), step=1)
     assert written.side_effect == "sandbox" and written.status == "ok"
-    assert tools.env.staged == [Mutation.set(t.DEFAULT_TOOL_SCOPE, "hp", 7)]
+    assert tools.env.staged == [Mutation.set(tb.DEFAULT_TOOL_SCOPE, "hp", 7)]
     again = await tools.call("narrator", call("get_variable", name="hp"), step=2)
     assert json.loads(again.result)["value"] == 7
     bad = await tools.call("narrator", call("set_variable", name="hp", value=1, scope="x"), step=2)
@@ -58,23 +59,23 @@ async def test_get_and_set_variable_read_through_the_staged_log() -> None:
 
 
 def test_dice() -> None:
-    assert t.roll("2d6+3", Sequence(0.0, 0.99)) == {
+    assert tb.roll("2d6+3", Sequence(0.0, 0.99)) == {
         "formula": "2d6+3",
         "rolls": [1, 6],
         "total": 10,
     }
-    assert t.roll("d20 - 1d4", Sequence(0.5, 0.0))["total"] == 11 - 1
-    for bad in ("", "2x6", "d0", "1d6++2", f"{t.MAX_DICE + 1}d6", f"1d{t.MAX_SIDES + 1}"):
-        with pytest.raises(t.ToolArgumentError):
-            t.roll(bad, Sequence())
-    assert len(t.roll(f"{t.MAX_DICE}d6", Sequence())["rolls"]) == t.MAX_DICE
+    assert tb.roll("d20 - 1d4", Sequence(0.5, 0.0))["total"] == 11 - 1
+    for bad in ("", "2x6", "d0", "1d6++2", f"{tb.MAX_DICE + 1}d6", f"1d{tb.MAX_SIDES + 1}"):
+        with pytest.raises(tb.ToolArgumentError):
+            tb.roll(bad, Sequence())
+    assert len(tb.roll(f"{tb.MAX_DICE}d6", Sequence())["rolls"]) == tb.MAX_DICE
 
 
 async def test_other_tools() -> None:
     tools = box(None, 0.6)
     choice = await tools.call("narrator", call("random_choice", options=["a", "b"]), step=1)
     assert json.loads(choice.result) == {"choice": "b"}
-    too_many = list(range(t.MAX_CHOICES + 1))
+    too_many = list(range(tb.MAX_CHOICES + 1))
     refused = await tools.call("narrator", call("random_choice", options=too_many), step=1)
     assert refused.status == "error"
     now = await tools.call("narrator", call("current_time"), step=1)
@@ -84,7 +85,7 @@ async def test_other_tools() -> None:
     info = await tools.call("narrator", call("character_info", field="description"), step=1)
     assert json.loads(info.result) == {"description": "a fox"}
     whole = await tools.call("narrator", call("character_info"), step=1)
-    assert set(json.loads(whole.result)) == set(t.CARD_FIELDS)
+    assert set(json.loads(whole.result)) == set(tb.CARD_FIELDS)
 
 
 async def test_policy_allow_deny_irreversible_and_limits() -> None:
@@ -109,10 +110,10 @@ async def test_policy_allow_deny_irreversible_and_limits() -> None:
 
 
 async def test_irreversible_tools_need_permission() -> None:
-    async def launch(env: t.ToolEnv, args: object) -> object:
+    async def launch(env: tb.ToolEnv, args: object) -> object:
         return {"launched": True}
 
-    rocket = t.Tool(
+    rocket = tb.Tool(
         spec=ToolSpec(name="launch", description="", parameters={}),
         side_effect="irreversible",
         handler=launch,  # type: ignore[arg-type]
