@@ -10,7 +10,8 @@
   tags, regex scripts, verifier), outside any transaction.
 - :mod:`.context` — what a turn reads in one unit of work (assets, history window, variables,
   timed world-info state).
-- :mod:`.tools` — the built-in tools, the per-session tool policy and execution records.
+- :mod:`.tools`, :mod:`.tool_builtins` — the per-session tool policy, the execution records
+  and the box that runs a turn's calls; the built-in tools.
 - :mod:`.profiles`, :mod:`.profile_store` — instance slots, LLM profiles, bindings, snapshots.
 - :mod:`.greeting` — the card's first message on an empty branch.
 - :mod:`.options`, :mod:`.notes` — the session options and the Author's Note.

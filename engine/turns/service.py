@@ -11,7 +11,7 @@ A turn (DESIGN.md section 6, seed 003 section 7), with short transactions only::
 Any failure fails the page (and a new floor with it), drops the staged writes and raises an
 :class:`~engine.errors.EngineError` for the front end; the branch takes the next message.
 One turn at a time per branch (:class:`~engine.turns.locks.BranchLocks`). A closed session
-refuses turns (:class:`~engine.turns.sessions.SessionClosedError`), and a speaker with a
+refuses turns (:class:`~engine.turns.errors.SessionClosedError`), and a speaker with a
 persona in the realm is named by it (their ``{{user}}``) on the floor they write.
 
 This class is a thin facade: every call is delegated to one of the services listed in

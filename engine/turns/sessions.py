@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from engine.errors import InvalidTransitionError
 from engine.ports import EventSink, Storage
 from engine.timeline.errors import TimelineNotFoundError
 from engine.timeline.service import TimelineService
 from engine.timeline.values import MAIN_BRANCH, Branch, Session, SessionSettings
 from engine.turns.api import REPLY_POLICIES, BranchInfo, ReplyPolicy, SessionInfo, SessionKey
+from engine.turns.errors import SessionClosedError
 from engine.turns.events import emit
 from engine.turns.notes import session_note
 from engine.turns.options import SessionDefaults, memory_budget, memory_enabled, tools_enabled
@@ -28,7 +28,6 @@ from engine.variables import store
 __all__ = [
     "CLOSED_SETTING",
     "CURRENT_BRANCH_SETTING",
-    "SessionClosedError",
     "SessionIds",
     "Sessions",
 ]
@@ -39,10 +38,6 @@ CURRENT_BRANCH_SETTING: Final = "current_branch"
 """Session setting naming the branch a chat without threads or topics plays on."""
 
 _POLICIES: Final[Mapping[str, ReplyPolicy]] = {p: p for p in REPLY_POLICIES}
-
-
-class SessionClosedError(InvalidTransitionError):
-    """A turn was asked of a session closed with ``close_session`` (``/tavern stop``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,7 +125,7 @@ class Sessions:
 
     async def close(self, key: SessionKey) -> None:
         """Close the session: everything is kept, turns are refused with
-        :class:`SessionClosedError` until :meth:`open` reopens it."""
+        :class:`~engine.turns.errors.SessionClosedError` until :meth:`open` reopens it."""
         ids = await self.ids(key)
         await self.update(ids.session_id, **{CLOSED_SETTING: True})
         self._closed[ids.session_id] = True

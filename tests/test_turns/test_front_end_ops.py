@@ -27,12 +27,12 @@ from engine.memory.records import (
 from engine.timeline.assets import AssetService
 from engine.timeline.errors import InvalidNameError
 from engine.turns.api import MAIN_BRANCH, SessionKey, Speaker, UserLine
+from engine.turns.errors import SessionClosedError
 from engine.turns.memory_access import MAX_MEMORY_LIST
 from engine.turns.options import MAX_MEMORY_BUDGET, MEMORY_BUDGET, SessionDefaults
 from engine.turns.personas import MAX_PERSONA_DESCRIPTION, MAX_PERSONA_NAME
 from engine.turns.profiles import LLMProfile
 from engine.turns.service import TavernService
-from engine.turns.sessions import SessionClosedError
 from tests.test_turns.conftest import ANN, KEY, Recorder, line, offline_service
 
 pytestmark = pytest.mark.timeout(60)
