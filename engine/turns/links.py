@@ -3,10 +3,8 @@ mapping one back, hiding what a platform deletion hides, and who spoke on a floo
 
 from __future__ import annotations
 
-from typing import Any
-
 from engine.errors import NotFoundError
-from engine.ports import Storage
+from engine.ports import Storage, UnitOfWork
 from engine.timeline.history import HistoryService
 from engine.timeline.values import Branch, Floor
 from engine.turns.api import PlatformRef, SessionKey, Speaker
@@ -72,7 +70,7 @@ class PlatformLinks:
 
 
 async def locate_floor(
-    uow: Any, branch: Branch, seq: int, page: int | None
+    uow: UnitOfWork, branch: Branch, seq: int, page: int | None
 ) -> tuple[Floor, int | None]:
     """The floor ``seq`` the branch sees (committed, or its own open floor) and the id of
     its page number ``page``."""
