@@ -8,8 +8,8 @@
   :mod:`.links`, :mod:`.transfer`, :mod:`.previews` and :mod:`.recovery`.
 - :mod:`.workflow` — one generation (director, assembly, streamed narrator with tools, summary
   tags, regex scripts, verifier), outside any transaction.
-- :mod:`.context` — what a turn reads in one unit of work (assets, history window, variables,
-  timed world-info state).
+- :mod:`.context` — what a turn reads in one unit of work (history window, variables, timed
+  world-info state); :mod:`.parsed_assets` — the session's bound assets, parsed and cached.
 - :mod:`.tools`, :mod:`.tool_builtins` — the per-session tool policy, the execution records
   and the box that runs a turn's calls; the built-in tools.
 - :mod:`.profiles`, :mod:`.profile_store` — instance slots, LLM profiles, bindings, snapshots.

@@ -18,7 +18,7 @@ from engine.timeline.history import HistoryService
 from engine.timeline.service import TimelineService
 from engine.timeline.values import Branch, NewMessage
 from engine.turns.api import ReplyView, SessionKey
-from engine.turns.context import load_assets
+from engine.turns.parsed_assets import load_assets
 from engine.turns.views import reply_view
 from engine.variables import store
 

@@ -13,11 +13,12 @@ from engine.ports import Clock, EventSink, RandomSource, Storage, UnitOfWork
 from engine.prompt.macro_port import macro_context
 from engine.timeline.values import Branch, Floor
 from engine.turns.api import SessionKey
-from engine.turns.context import HISTORY_WINDOW, load_assets, read_turn, window_pages
+from engine.turns.context import HISTORY_WINDOW, read_turn, window_pages
 from engine.turns.errors import NothingToDoError
 from engine.turns.memory_access import MemoryAccess
 from engine.turns.notes import session_note
 from engine.turns.options import MEMORY_BUDGET, TOOLS_SETTING, session_stages
+from engine.turns.parsed_assets import load_assets
 from engine.turns.personas import Personas
 from engine.turns.profile_store import ProfileStore
 from engine.turns.sessions import Sessions

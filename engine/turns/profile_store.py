@@ -16,7 +16,7 @@ from engine.errors import ConfigurationError
 from engine.ports import Storage
 from engine.timeline.values import Session
 from engine.turns.api import SessionKey
-from engine.turns.context import PROFILE_ASSET, PROFILE_ASSET_NAME
+from engine.turns.parsed_assets import PROFILE_ASSET, PROFILE_ASSET_NAME
 from engine.turns.profiles import (
     SLOTS,
     BindingScope,

@@ -20,20 +20,14 @@ from engine.timeline.service import OpenedFloor, TimelineService, check_inputs, 
 from engine.timeline.values import Branch, Floor, NewMessage, Page, PageContext, Session
 from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
 from engine.turns.branches import Branches
-from engine.turns.context import (
-    SessionAssets,
-    TurnRead,
-    card_fields,
-    load_assets,
-    read_turn,
-    stored_inputs,
-)
+from engine.turns.context import TurnRead, read_turn, stored_inputs
 from engine.turns.errors import NothingToDoError
 from engine.turns.events import emit
 from engine.turns.failures import TurnFailures, records_a_failed_floor
 from engine.turns.locks import BranchLocks
 from engine.turns.memory_access import MemoryAccess
 from engine.turns.options import MEMORY_BUDGET, TOOLS_SETTING, memory_enabled, session_stages
+from engine.turns.parsed_assets import SessionAssets, card_fields, load_assets
 from engine.turns.personas import Personas
 from engine.turns.profile_store import ProfileStore
 from engine.turns.sessions import SessionIds, Sessions

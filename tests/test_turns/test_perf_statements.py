@@ -13,7 +13,7 @@ from sqlalchemy import event
 
 from adapters.storage import SqlStorage
 from engine.timeline.values import Asset
-from engine.turns.context import ASSET_CACHE_SIZE, ParsedAssets
+from engine.turns.parsed_assets import ASSET_CACHE_SIZE, ParsedAssets
 from engine.turns.service import TavernService
 from tests.test_turns.conftest import KEY, line
 
