@@ -6,8 +6,9 @@
   :mod:`.branches`, :mod:`.turns` (with :mod:`.failures`), :mod:`.pages`, :mod:`.personas`,
   :mod:`.variables`, :mod:`.assets`, :mod:`.profile_store`, :mod:`.memory_access`,
   :mod:`.links`, :mod:`.transfer`, :mod:`.previews` and :mod:`.recovery`.
-- :mod:`.workflow` — one generation (director, assembly, streamed narrator with tools, summary
-  tags, regex scripts, verifier), outside any transaction.
+- :mod:`.workflow` — one generation (director, streamed narrator with tools, summary tags,
+  regex scripts, verifier), outside any transaction; :mod:`.turn_prompt` — its options and
+  the prompt assembly.
 - :mod:`.context` — what a turn reads in one unit of work (history window, variables, timed
   world-info state); :mod:`.parsed_assets` — the session's bound assets, parsed and cached.
 - :mod:`.tools`, :mod:`.tool_builtins` — the per-session tool policy, the execution records

@@ -7,17 +7,24 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from engine.errors import EngineError, InternalError, LimitExceededError, NotFoundError
-from engine.incidents import TURN_FAILED, internal_error
+from engine.errors import (
+    EmptyReplyError,
+    EngineError,
+    GenerationError,
+    InternalError,
+    LimitExceededError,
+    NotFoundError,
+)
+from engine.incidents import TURN_FAILED, internal_error, shown_error
 from engine.ports import EventSink
+from engine.redaction import redact_text
 from engine.timeline.errors import BranchBusyError
 from engine.timeline.service import TimelineService
 from engine.timeline.values import Floor, NewMessage, Page
 from engine.turns.errors import TurnFailedError
 from engine.turns.events import emit
-from engine.turns.workflow import generation_error
 
-__all__ = ["TurnFailures", "records_a_failed_floor"]
+__all__ = ["TurnFailures", "generation_error", "records_a_failed_floor"]
 
 log = logging.getLogger(__name__)
 
@@ -78,3 +85,22 @@ def records_a_failed_floor(exc: BaseException) -> bool:
     return isinstance(exc, Exception) and not isinstance(
         exc, BranchBusyError | NotFoundError | LimitExceededError
     )
+
+
+def generation_error(exc: BaseException) -> str:
+    """What the user is told, and the failed floor keeps, when a generation fails.
+
+    An engine error speaks for itself (URL credentials hidden). Anything else is unexpected
+    and may quote SQL, parameters or credentials: it is logged under an error id and only
+    ``"the turn failed (error <id>)"`` is said (see :mod:`engine.incidents`). A cancellation
+    is named by its type.
+    """
+    if isinstance(exc, EmptyReplyError):
+        return str(exc)
+    if isinstance(exc, GenerationError):
+        return f"the model call failed: {redact_text(str(exc))}"
+    if isinstance(exc, EngineError):
+        return redact_text(str(exc))
+    if isinstance(exc, Exception):
+        return shown_error(exc, TURN_FAILED)
+    return type(exc).__name__

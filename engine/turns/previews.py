@@ -24,7 +24,8 @@ from engine.turns.profile_store import ProfileStore
 from engine.turns.sessions import Sessions
 from engine.turns.tool_builtins import ToolEnv
 from engine.turns.tools import ToolBox, ToolPolicy
-from engine.turns.workflow import Generation, ModelFor, TurnOptions
+from engine.turns.turn_prompt import TurnOptions
+from engine.turns.workflow import Generation, ModelFor
 from engine.variables import store
 from engine.variables.service import VariableService
 

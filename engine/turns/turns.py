@@ -33,8 +33,9 @@ from engine.turns.profile_store import ProfileStore
 from engine.turns.sessions import SessionIds, Sessions
 from engine.turns.tool_builtins import ToolEnv
 from engine.turns.tools import TOOLS_GLOBAL_WRITES, ToolBox, ToolPolicy
+from engine.turns.turn_prompt import TurnOptions
 from engine.turns.views import committed_numbers
-from engine.turns.workflow import Generation, ModelFor, TurnOptions
+from engine.turns.workflow import Generation, ModelFor
 
 __all__ = ["MAX_INPUT_CHARS", "Turns"]
 

@@ -1,7 +1,8 @@
 """One generation: steps 2 to 8 of a turn (DESIGN.md section 6), outside any transaction.
 
-:func:`generate` takes what :mod:`engine.turns.context` read, runs the director (optional),
-assembles the prompt with macros in the ``assemble`` phase, streams the narrator's reply
+:class:`Generation` takes what :mod:`engine.turns.context` read, runs the director (optional),
+assembles the prompt (:mod:`engine.turns.turn_prompt`) with macros in the ``assemble`` phase
+in a worker thread, streams the narrator's reply
 (calling tools between rounds), extracts summary tags *before* the regex scripts run, asks the
 verifier (optional), and returns the page to commit: its text, its staged variable writes
 (macro writes and sandboxed tool writes) and its meta (tool records, timed state, usage...).
@@ -16,11 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from engine.errors import EmptyReplyError, EngineError, GenerationError
+from engine.errors import EmptyReplyError
 from engine.formats.regex_scripts import RegexScript
-from engine.incidents import TURN_FAILED, shown_error
 from engine.macros import Mutation as MacroMutation
-from engine.macros import Phase
 from engine.memory import extract_memory_tags
 from engine.ports import (
     ChatMessage,
@@ -32,31 +31,24 @@ from engine.ports import (
     ToolCall,
     Usage,
 )
-from engine.prompt.assemble import AssemblyResult, assemble
+from engine.prompt.assemble import AssemblyResult
 from engine.prompt.inputs import (
     PLACEMENT_AI_OUTPUT,
-    AssemblyInput,
     InstanceInput,
-    MemoryItem,
-    Persona,
 )
-from engine.prompt.macro_port import EngineMacros, macro_context, player_access
+from engine.prompt.macro_port import EngineMacros
 from engine.prompt.regex_budget import EXHAUSTED, RegexBudget
 from engine.prompt.regex_run import Channel, RegexRun, apply_scripts
-from engine.prompt.tokens import counter_for_model
-from engine.redaction import redact_text
 from engine.turns.api import OnText
-from engine.turns.context import TIMED_STATE_META, TurnRead, WindowHistory
-from engine.turns.notes import session_note
+from engine.turns.context import TIMED_STATE_META, TurnRead
 from engine.turns.profiles import (
     LLMProfile,
-    ProfileSnapshot,
     Slot,
-    Stage,
     merge_sampling,
 )
 from engine.turns.tools import ToolBox, ToolRecord
-from engine.variables.values import Mutation, Scope
+from engine.turns.turn_prompt import TurnOptions, assemble_turn, staged_from_macros
+from engine.variables.values import Mutation
 
 ModelFor = Callable[[LLMProfile], ChatModel]
 MAX_INSTANCE_CHARS: Final = 4_000
@@ -77,27 +69,6 @@ VERIFIER_PROMPT: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnOptions:
-    """The session's choices for this turn."""
-
-    mode: str  # respond | regenerate | continue
-    prompt_mode: str
-    macro_mode: str
-    stages: tuple[Stage, ...]
-    snapshot: ProfileSnapshot
-    previous_text: str = ""
-    seed: int | str = 0
-    phase: Phase = "assemble"
-    memory: tuple[MemoryItem, ...] = ()
-    memory_after_commit: bool = False
-    keep_summaries: bool = True
-    """Whether summary tags are recorded for memory (the session's memory option); they are
-    stripped from the reply either way."""
-    persona: str = ""
-    """The speaking player's persona description (``{{persona}}`` and the persona prompt)."""
-
-
 @dataclass(slots=True, kw_only=True)
 class Generated:
     """A page ready to commit."""
@@ -107,19 +78,6 @@ class Generated:
     writes: list[Mutation]
     meta: dict[str, Any]
     records: list[ToolRecord] = field(default_factory=list)
-
-
-def staged_from_macros(mutations: Sequence[MacroMutation]) -> list[Mutation]:
-    """Macro writes as staged page writes: SillyTavern local writes land in the branch scope,
-    global writes in the realm's global scope (DESIGN.md section 3)."""
-    out: list[Mutation] = []
-    for m in mutations:
-        scope: Scope = "global" if m.scope == "global" else "branch"
-        if m.kind == "delete":
-            out.append(Mutation.delete(scope, m.key))
-        else:
-            out.append(Mutation.set(scope, m.key, m.value))
-    return out
 
 
 class Generation:
@@ -225,71 +183,14 @@ class Generation:
         loop, once it returns. A cancelled turn stops waiting at once; the thread then ends within
         the assembly's own bounds (the regex budget, macro limits).
         """
-        result, macros = await asyncio.to_thread(self._assemble, instances)
+        result, macros = await asyncio.to_thread(
+            assemble_turn, self.read, self.options, instances, self.regex_budget
+        )
         if result.world_info.activated:
             self.emit(
                 "worldbook.matched",
                 entries=[e.to_json() for e in result.world_info.activated],
             )
-        return result, macros
-
-    def _assemble(self, instances: list[InstanceInput]) -> tuple[AssemblyResult, EngineMacros]:
-        read = self.read
-        assets = read.assets
-        local = read.state.local()
-        persona = Persona(description=self.options.persona)
-        # Every turn (respond, regenerate, continue, dry run) reads the note from the session
-        # it read, so what a dry run shows is what the next reply gets.
-        note = session_note(read.session.settings)
-        context = macro_context(
-            assets.character,
-            user_name=read.user_name,
-            persona=persona,
-            recent=read.history,
-            user_input=read.user_input or "",
-            local=local,
-            global_vars=dict(read.state.global_),
-            seed=self.options.seed,
-            chat_id=f"{read.session.platform}:{read.session.key}",
-        )
-        context.prompt_mode = self.options.prompt_mode
-        context.authors_note = note.text if note is not None else ""
-        macros = EngineMacros(
-            context,
-            phase=self.options.phase,
-            player_access=player_access(self.options.macro_mode),
-            trace=self.options.phase == "dry_run",
-        )
-        generation_type = {"regenerate": "regenerate", "continue": "continue"}.get(
-            self.options.mode, "normal"
-        )
-        narrator = self.options.snapshot.profile("narrator")
-        mode = self.options.prompt_mode
-        inp = AssemblyInput(
-            preset=assets.preset,
-            character=assets.character,
-            history=WindowHistory(read.history, read.total_messages),
-            user_name=read.user_name,
-            user_input=read.user_input,
-            persona=persona,
-            author_note=note,
-            books=assets.books,
-            timed_state=read.timed_state,
-            mode=mode if mode in ("compat_strict", "compat_plus", "native") else "compat_strict",  # type: ignore[arg-type]
-            generation_type=generation_type,
-            seed=self.options.seed,
-            instances=instances,
-            memory=self.options.memory,
-        )
-        # The scripts run with the assembler's macro renderer, so {{char}} and the like expand
-        # in replacements, trim strings and substituteRegex patterns as in SillyTavern.
-        result = assemble(
-            inp,
-            macros=macros,
-            scripts=assets.scripts,
-            tokens=counter_for_model(narrator.model),
-            regex_budget=self.regex_budget,
-        )
         return result, macros
 
     async def assemble_only(self) -> tuple[AssemblyResult, EngineMacros]:
@@ -477,22 +378,3 @@ def _verdict(text: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         return {"verdict": "unknown", "notes": text[:MAX_INSTANCE_CHARS]}
     return {"verdict": str(data.get("verdict", "unknown")), "notes": str(data.get("notes", ""))}
-
-
-def generation_error(exc: BaseException) -> str:
-    """What the user is told, and the failed floor keeps, when a generation fails.
-
-    An engine error speaks for itself (URL credentials hidden). Anything else is unexpected
-    and may quote SQL, parameters or credentials: it is logged under an error id and only
-    ``"the turn failed (error <id>)"`` is said (see :mod:`engine.incidents`). A cancellation
-    is named by its type.
-    """
-    if isinstance(exc, EmptyReplyError):
-        return str(exc)
-    if isinstance(exc, GenerationError):
-        return f"the model call failed: {redact_text(str(exc))}"
-    if isinstance(exc, EngineError):
-        return redact_text(str(exc))
-    if isinstance(exc, Exception):
-        return shown_error(exc, TURN_FAILED)
-    return type(exc).__name__

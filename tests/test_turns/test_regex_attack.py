@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 import engine.turns.context as context
-import engine.turns.workflow as workflow
+import engine.turns.turn_prompt as turn_prompt
 from adapters.storage import SqlStorage
 from engine.prompt.regex_budget import EXHAUSTED
 from engine.turns.api import MAIN_BRANCH, SessionKey, Speaker, UserLine
@@ -123,8 +123,8 @@ async def _page_meta(service: TavernService, key: SessionKey) -> dict[str, Any]:
 async def test_an_attackers_assembly_does_not_hold_another_sessions_reply(
     two: TavernService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    held = Held(workflow.assemble, lambda inp, **_: inp.character.name == "Trap")
-    monkeypatch.setattr(workflow, "assemble", held)
+    held = Held(turn_prompt.assemble, lambda inp, **_: inp.character.name == "Trap")
+    monkeypatch.setattr(turn_prompt, "assemble", held)
     async with asyncio.TaskGroup() as group:
         attack = group.create_task(
             two.respond(ATTACKER, MAIN_BRANCH, [UserLine(speaker=MALLORY, text=GIANT)])
