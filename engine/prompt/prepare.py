@@ -20,6 +20,7 @@ from engine.prompt.inputs import (
     PLAYER,
     ROLE_BY_NUMBER,
     AssemblyInput,
+    AuthorNote,
     HistoryLine,
     MacroRenderer,
     Origin,
@@ -55,6 +56,7 @@ class Prepared:
     world_info: WorldInfoResult
     note: Rendered
     note_inserted: bool
+    note_settings: AuthorNote
     extensions: list[ExtensionPrompt]
     example_blocks: list[Rendered]
     warnings: list[str] = field(default_factory=list)
@@ -119,6 +121,8 @@ def prepare(
         world_info=WorldInfoResult(),
         note=Rendered(),
         note_inserted=False,
+        # A chat without a note has SillyTavern's default one (no text, every turn).
+        note_settings=inp.author_note or AuthorNote(),
         extensions=[],
         example_blocks=[],
     )
@@ -145,13 +149,13 @@ def prepare(
     prep.fields["persona"] = Rendered(
         text=persona_text, sections=(section("persona", inp.user_name, persona_text),)
     )
-    note = inp.author_note
+    note = prep.note_settings
     users = inp.history.user_messages + (1 if inp.user_input is not None else 0)
     # Only a game master sets the Author's Note (or imports a chat that carries one).
-    note_text = (
-        prep.render(note.text, "author_note", origin=GAME_MASTER) if note is not None else ""
-    )
-    prep.note_inserted = bool(note and note_text.strip() and note_due(note.interval, users))
+    note_text = prep.render(note.text, "author_note", origin=GAME_MASTER)
+    # SillyTavern decides by the interval alone: a note due this turn is inserted even with
+    # no text, and the world info placed before/after it goes where it goes.
+    prep.note_inserted = note_due(note.interval, users)
     _scan(prep, regex, note_text, regex_budget)
     _author_note(prep, note_text)
     _extensions(prep)
@@ -165,9 +169,9 @@ def _scan(
     inp = prep.inp
     f = prep.fields
     injections: list[str] = []
-    note = inp.author_note
-    if prep.note_inserted and note is not None and note.allow_wi_scan:
-        injections.append(note_text)
+    if prep.note_inserted and prep.note_settings.allow_wi_scan:
+        if note_text:
+            injections.append(note_text)
         if f["depth_prompt"].text:
             injections.append(f["depth_prompt"].text)
     if inp.persona.placement == PERSONA_AT_DEPTH and f["persona"].text:
@@ -215,7 +219,8 @@ def _author_note(prep: Prepared, note_text: str) -> None:
     if wi.an_top or wi.an_bottom:
         text = f"{top}\n{text}\n{bottom}"
         text = text.removeprefix("\n").removesuffix("\n")
-    sections = [*_wi_sections(wi.an_top), section("author_note", "", note_text)]
+    own = (section("author_note", "", note_text),) if note_text else ()
+    sections = [*_wi_sections(wi.an_top), *own]
     sections.extend(_wi_sections(wi.an_bottom))
     persona = prep.fields["persona"]
     position = prep.inp.persona.placement
@@ -242,8 +247,8 @@ def _extensions(prep: Prepared) -> None:
                 sections=(section("card", "depth_prompt", f["depth_prompt"].text),),
             )
         )
-    note = inp.author_note
-    if prep.note_inserted and note is not None and note.position == NOTE_IN_CHAT:
+    note = prep.note_settings
+    if prep.note_inserted and note.position == NOTE_IN_CHAT:
         out.append(
             ExtensionPrompt(
                 key="2_floating_prompt",
