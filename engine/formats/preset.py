@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar, get_args
 
 from engine.errors import FormatError
 from engine.formats.fieldread import FieldReader, merge_known
+from engine.formats.preset_kinds import refuse_other_kinds
 
 Role = Literal["system", "user", "assistant"]
 ROLES: tuple[Role, ...] = get_args(Role)
@@ -237,8 +238,10 @@ got a string")."""
 
 def parse_preset(data: object, *, source: str) -> Preset:
     """Read a Chat Completion preset (decoded JSON). Raises :class:`FormatError` naming
-    ``source``, the field and the problem when the file is malformed."""
+    ``source``, the field and the problem when the file is malformed, or naming what the file
+    is when it is another kind of SillyTavern file (an instruct template, a sampler preset)."""
     reader = FieldReader(data, source=source, path="")
+    refuse_other_kinds(reader.data, source=source)
     values: dict[str, Any] = {}
     for name in _SCALAR_FIELDS:
         default = getattr(_PRESET_DEFAULTS, name)
