@@ -184,13 +184,6 @@ def _run(env: MacroEnv, template: Template) -> str:
     env.template = template
     for note in template.notes:
         env.warn(note.code, note.message, note.position, note.name)
-    if template.whole_raw is not None:
-        env.warn(
-            template.whole_raw,
-            "a '{{/if}}' has no '{{if}}' in this text; the text is kept as written",
-            0,
-        )
-        return template.src
     out = env.eval_items(template.items, 0, 0)
     out = postprocess(out)
     if len(out) > env.limits.max_output_chars:

@@ -11,7 +11,7 @@ import threading
 from collections import OrderedDict
 
 from engine.macros.nodes import ParseNote, Template
-from engine.macros.parser import Parser, stray_if_without_opener
+from engine.macros.parser import Parser
 from engine.macros.processing import preprocess
 from engine.macros.registry import Registry
 
@@ -25,17 +25,11 @@ MAX_CACHED_TEXT = 2_000_000
 
 def parse_template(text: str, registry: Registry) -> Template:
     """Pre-process and parse ``text`` (no caching)."""
-    from engine.macros.diagnostics import MACRO_UNMATCHED_CLOSING_BLOCK
-
     src = preprocess(text)
-    whole_raw = None
-    if "/" in src and stray_if_without_opener(src):
-        whole_raw = MACRO_UNMATCHED_CLOSING_BLOCK
-        return Template(text, src, [src], (), whole_raw)
     parser = Parser(src, registry.can_accept)
     items = parser.parse()
     notes: tuple[ParseNote, ...] = tuple(parser.notes)
-    return Template(text, src, items, notes, whole_raw)
+    return Template(text, src, items, notes)
 
 
 class TemplateCache:

@@ -245,11 +245,10 @@ class ParseNote:
 class Template:
     """A parsed template: the pre-processed source, its items and parse notes.
 
-    ``original`` is the text as given (SillyTavern hashes it for ``{{pick}}``); ``whole_raw``
-    names the warning when the whole fragment must be kept raw.
+    ``original`` is the text as given (SillyTavern hashes it for ``{{pick}}``).
     """
 
-    __slots__ = ("original", "src", "items", "notes", "whole_raw", "_content_hash")
+    __slots__ = ("original", "src", "items", "notes", "_content_hash")
 
     def __init__(
         self,
@@ -257,13 +256,11 @@ class Template:
         src: str,
         items: list[Item],
         notes: tuple[ParseNote, ...],
-        whole_raw: str | None,
     ) -> None:
         self.original = original
         self.src = src
         self.items = items
         self.notes = notes
-        self.whole_raw = whole_raw
         self._content_hash: int | None = None
 
     def content_hash(self) -> int:

@@ -24,9 +24,6 @@ _MODE_SINGLE = 1
 _MODE_SPACE = 2
 _MODE_VALUE = 3
 
-_IF_OPENER = re.compile(rf"\{{\{{[{lexer.WS}!?~#>]*if(?![A-Za-z0-9_-])", re.IGNORECASE)
-_IF_CLOSER = re.compile(rf"\{{\{{[{lexer.WS}]*/[{lexer.WS}]*if[{lexer.WS}]*\}}\}}", re.IGNORECASE)
-
 
 class _Frame:
     """A macro whose ``}}`` has not been seen yet."""
@@ -76,6 +73,23 @@ def _interleave(src: str, a: int, b: int, children: list[Item]) -> list[Item]:
     return out
 
 
+def _unterminated(frame: _Frame) -> ParseNote:
+    """The parse error SillyTavern logs for a macro whose ``}}`` never comes."""
+    name = frame.name
+    if frame.mode == _MODE_VALUE:
+        name = ("." if frame.scope == "local" else "$") + name
+    return ParseNote(
+        MACRO_PARSE_FAILED,
+        frame.start,
+        f"'{{{{{name}' is never closed by '}}}}'; it is kept as text from here on",
+        frame.name,
+    )
+
+
+def _note_position(note: ParseNote) -> int:
+    return note.position
+
+
 class Parser:
     """Parses one pre-processed source text; ``can_accept`` comes from the macro registry."""
 
@@ -118,6 +132,9 @@ class Parser:
         while stack:  # unterminated: the macro is text again, nested complete macros stay
             frame = stack.pop()
             (stack[-1].children if stack else top).extend(frame.children)
+            self.notes.append(_unterminated(frame))
+        if self.notes:  # SillyTavern lists parse errors in text order
+            self.notes.sort(key=_note_position)
         _, items = pair_level(
             src, _interleave(src, 0, len(src), top), 0, self.can_accept, self.notes
         )
@@ -379,10 +396,4 @@ class Parser:
         return Arg(src, a2, b2, items, level, 0, len(raw_items))
 
 
-def stray_if_without_opener(src: str) -> bool:
-    """Core Profile safety rule: a ``{{/if}}`` in a fragment with no ``if`` opener anywhere
-    makes the whole fragment raw (the block structure is broken, so nothing is evaluated)."""
-    return _IF_CLOSER.search(src) is not None and _IF_OPENER.search(src) is None
-
-
-__all__ = ["AcceptRule", "Parser", "pair_items", "stray_if_without_opener"]
+__all__ = ["AcceptRule", "Parser", "pair_items"]

@@ -58,7 +58,7 @@ class _StrangeNode:
 class _CacheWithStrangeNode(TemplateCache):
     def get(self, text: str, registry: Registry) -> Template:
         items: list[Item] = ["before ", _StrangeNode(), " after"]  # type: ignore[list-item]
-        return Template(text, text, items, (), None)
+        return Template(text, text, items, ())
 
 
 def test_an_unknown_item_kind_is_reported_never_copied_as_a_raw_tag() -> None:

@@ -75,9 +75,9 @@ def test_unmatched_tags() -> None:
     assert text("{{if 1}}{{if 1}}x{{/if}}") == "{{if 1}}x"
 
 
-def test_a_stray_closing_if_without_any_if_keeps_the_fragment_raw() -> None:
+def test_a_stray_closing_if_without_any_if_stays_text_and_the_rest_evaluates() -> None:
     result = run("text{{/if}} more {{user}}")
-    assert result.text == "text{{/if}} more {{user}}"
+    assert result.text == "text{{/if}} more Alice"
     assert codes(result) == ["macro_unmatched_closing_block"]
     assert text("{{#if 1}}x{{/if}} {{user}}") == "x Alice"
 

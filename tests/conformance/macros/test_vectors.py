@@ -1,4 +1,5 @@
-"""Every SillyTavern and TavernHeadless macro vector, through the conformance interface."""
+"""Every SillyTavern and TavernHeadless macro vector (the oracle samples, SillyTavern's own
+upstream specs and the Core Profile file), through the conformance interface."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ DEVIATIONS: dict[str, tuple[str, str]] = {
         "incvar on text appends 1 (SillyTavern store semantics)",
         'abc1|{"a":1}1',
     ),
+    "th.unmatched_closing_if": (
+        "a stray closing tag stays text and the rest is evaluated (SillyTavern syntax, issue 15)",
+        "text{{/if}} more Alice",
+    ),
 }
 
 
@@ -32,7 +37,11 @@ def _load(name: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-CASES = _load("st_language.jsonl") + _load("th_core_profile.jsonl")
+CASES = (
+    _load("st_language.jsonl")
+    + _load("th_core_profile.jsonl")
+    + _load("st_upstream_macro_tests.jsonl")
+)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -111,3 +120,4 @@ def test_vector(case: dict[str, Any]) -> None:
 def test_every_vector_file_is_complete() -> None:
     assert len(_load("st_language.jsonl")) == 98
     assert len(_load("th_core_profile.jsonl")) == 52
+    assert len(_load("st_upstream_macro_tests.jsonl")) == 280
