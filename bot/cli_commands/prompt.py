@@ -29,13 +29,23 @@ from engine.formats.regex_scripts import (
 from engine.formats.worldbook import character_book_to_worldbook, parse_worldbook
 from engine.prompt.assemble import AssemblyResult, assemble
 from engine.prompt.budget import TokenCounter
-from engine.prompt.inputs import AssemblyInput, CharacterFields, HistoryLine, ListHistory
+from engine.prompt.inputs import (
+    AssemblyInput,
+    AuthorNote,
+    CharacterFields,
+    HistoryLine,
+    ListHistory,
+)
 from engine.prompt.ir import MODES
 from engine.prompt.macro_port import EngineMacros, macro_context
 from engine.prompt.regex_budget import RegexBudget
 from engine.prompt.regex_port import ScriptRegex
 from engine.prompt.tokens import counter_for_model
 from engine.prompt.wi_sources import BookSource
+from engine.timeline.values import NewMessage
+from engine.turns.context import stored_input
+from engine.turns.greeting import greeting_line
+from engine.turns.notes import check_note
 
 # A dry run reads whole files into memory; refuse anything absurdly large.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -56,6 +66,20 @@ def register(sub: Subcommands) -> None:
     dry.add_argument("--user", default="User", help="the user's name ({{user}})")
     dry.add_argument("--message", required=True, help="the new user message")
     dry.add_argument("--max-context", type=int, help="context size in tokens (preset's if unset)")
+    default_note = AuthorNote()
+    dry.add_argument("--note", default=default_note.text, help="the Author's Note text")
+    dry.add_argument(
+        "--note-interval",
+        type=int,
+        default=default_note.interval,
+        help="insert the note every N user messages (0: never; default 1, every turn)",
+    )
+    dry.add_argument(
+        "--note-depth",
+        type=int,
+        default=default_note.depth,
+        help="messages from the end of the chat where the note goes (default 4)",
+    )
     dry.add_argument("--mode", choices=MODES, default="compat_strict")
     dry.add_argument("--json", action="store_true", help="print JSON")
     dry.set_defaults(handler=dry_run)
@@ -151,23 +175,36 @@ def build_result(args: argparse.Namespace) -> tuple[AssemblyResult, EngineMacros
             BookSource(book=parse_worldbook(data, source=str(path), name=path.stem), kind="chat")
         )
     scripts = _scripts(args.regex, preset, card, card_source)
-    lines = read_history(args.history, user_name=args.user) if args.history else []
+    if args.history:
+        lines = read_history(args.history, user_name=args.user)
+    else:
+        # A new chat: SillyTavern's opens with the card's greeting, so its first prompt has it.
+        opening = greeting_line(card)
+        lines = [opening] if opening is not None else []
     # SillyTavern's world entries filter characters by the card's file name.
     character = CharacterFields.from_card(card, avatar=args.card.name)
+    # Scripts share one regex budget with the world info keys, as in a turn; the message is
+    # first stored as a turn stores it (its user-input scripts of the store channel run on it,
+    # by the turn's own function), so the dry run shows the prompt the turn would send.
+    budget = RegexBudget()
+    message = stored_input(NewMessage(role="user", raw=args.message), scripts, budget).raw
     context = macro_context(
-        character, user_name=args.user, recent=lines, user_input=args.message, chat_id=card_source
+        character, user_name=args.user, recent=lines, user_input=message, chat_id=card_source
     )
     macros = EngineMacros(context, phase="dry_run", trace=True)
-    # Scripts see the same macros as the prompt ({{char}} in a replacement, substituteRegex),
-    # and share one regex budget with the world info keys, as a turn does.
-    budget = RegexBudget()
+    # Scripts see the same macros as the prompt ({{char}} in a replacement, substituteRegex).
     regex = ScriptRegex(scripts, macros, budget=budget)
     inp = AssemblyInput(
         preset=preset,
         character=character,
         history=ListHistory(lines),
         user_name=args.user,
-        user_input=args.message,
+        user_input=message,
+        # Like a SillyTavern chat, the dry run always has a note: by default empty and due
+        # every turn, so world info placed before/after it shows where it would go.
+        author_note=check_note(
+            AuthorNote(text=args.note, interval=args.note_interval, depth=args.note_depth)
+        ),
         books=books,
         mode=args.mode,
         max_context=args.max_context,

@@ -5,16 +5,19 @@ memories used)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Final
 
 from engine.macros import evaluate
 from engine.memory.scoping import viewpoint_for
 from engine.ports import Clock, EventSink, RandomSource, Storage, UnitOfWork
 from engine.prompt.macro_port import macro_context
-from engine.timeline.values import Branch, Floor
+from engine.prompt.regex_budget import RegexBudget
+from engine.timeline.values import Branch, Floor, NewMessage
 from engine.turns.api import SessionKey
-from engine.turns.context import HISTORY_WINDOW, read_turn, window_pages
+from engine.turns.context import HISTORY_WINDOW, read_turn, stored_inputs, window_pages
 from engine.turns.errors import NothingToDoError
+from engine.turns.greeting import greeting_line
 from engine.turns.memory_access import MemoryAccess
 from engine.turns.notes import session_note
 from engine.turns.options import MEMORY_BUDGET, TOOLS_SETTING, session_stages
@@ -89,6 +92,15 @@ class Previews:
             raise NothingToDoError("a dry run needs the text of a message")
         async with self._storage.unit_of_work() as uow:
             session = await uow.sessions.get(ids.session_id)
+            assets = await load_assets(uow, session)
+        # The message as a turn stores it (the user-input regex scripts of the store channel
+        # run on it), with no unit of work open and on the budget the assembly then shares,
+        # as in a turn: the dry run shows the prompt the turn would send.
+        regex_budget = RegexBudget()
+        stored = await stored_inputs(
+            [NewMessage(role="user", raw=text)], assets.scripts, regex_budget
+        )
+        async with self._storage.unit_of_work() as uow:
             lineage = await store.lineage_of(uow, branch)
             # The next floor's number: after failed floors too, whose inputs stay in the chat.
             head = await store.next_seq(uow, lineage) - 1
@@ -104,7 +116,21 @@ class Previews:
                 updated_at=session.created_at,
             )
             read = await read_turn(
-                uow, session=session, floor=probe, mode="dry_run", user_name=None, extra_input=text
+                uow,
+                session=session,
+                floor=probe,
+                mode="dry_run",
+                user_name=None,
+                extra_input=stored[0].raw,
+                assets=assets,
+            )
+        opening = greeting_line(read.assets.card) if head == 0 else None
+        if opening is not None:
+            # A branch with no floor is a new chat: SillyTavern's opens with the card's
+            # greeting, so its first prompt has it (once a greeting is stored as floor 1,
+            # the branch has a floor and the history holds it instead).
+            read = replace(
+                read, history=(opening, *read.history), total_messages=read.total_messages + 1
             )
         settings = session.settings
         # The memory block the next turn would get (the same stages and budget), found without
@@ -136,6 +162,7 @@ class Previews:
             events=self._events,
             on_text=None,
             where={"branch": branch.name, "floor": head + 1, "dry_run": True},
+            regex_budget=regex_budget,
         )
         result, macros = await generation.assemble_only()
         return {
