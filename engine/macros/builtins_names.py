@@ -7,12 +7,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from engine.macros.examples import format_examples
 from engine.macros.registry import ArgSpec, MacroDef, Registry
 
 if TYPE_CHECKING:
     from engine.macros.evaluator import MacroEnv
 
-_START = re.compile(r"<START>", re.IGNORECASE)
 _NEWLINES = re.compile(r"\n+")
 
 
@@ -55,27 +55,6 @@ def _examples_raw(env: MacroEnv, args: list[str]) -> str:
     if isinstance(override, str) and override:
         return card_field(env, "mes_example_override", override)
     return card_field(env, "mes_examples", env.context.card.mes_examples)
-
-
-def parse_examples(raw: str, env: MacroEnv) -> str:
-    """Example dialogue blocks, each with its heading (``<START>`` for chat completion)."""
-    if not raw or raw == "<START>":
-        return ""
-    if not raw.startswith("<START>"):
-        raw = "<START>\n" + raw.strip()
-    settings = env.context.settings
-    if settings.get("main_api", "openai") == "openai" or _instruct_on(env):
-        heading = "<START>\n"
-    else:
-        separator = (settings.get("context") or {}).get("example_separator", "***")
-        heading = f"{separator}\n" if separator else ""
-    blocks = _START.split(raw)[1:]
-    return "".join(f"{heading}{block.strip()}\n" for block in blocks)
-
-
-def _instruct_on(env: MacroEnv) -> bool:
-    instruct = env.context.settings.get("instruct")
-    return isinstance(instruct, dict) and bool(instruct.get("enabled"))
 
 
 def _char_prompt(env: MacroEnv, args: list[str]) -> str:
@@ -131,7 +110,7 @@ def install(registry: Registry) -> None:
         MacroDef(name="charScenario", aliases=("scenario",), handler=_scenario),
         field_macro("persona", "persona"),
         MacroDef(name="mesExamplesRaw", handler=_examples_raw),
-        MacroDef(name="mesExamples", handler=lambda e, a: parse_examples(_examples_raw(e, a), e)),
+        MacroDef(name="mesExamples", handler=lambda e, a: format_examples(_examples_raw(e, a), e)),
         field_macro("charDepthPrompt", "char_depth_prompt"),
         field_macro("charCreatorNotes", "creator_notes", ("creatorNotes",)),
         MacroDef(
