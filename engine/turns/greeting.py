@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import Final
 
 from engine.errors import EngineError
+from engine.formats.cards import CharacterCard
 from engine.macros import evaluate
 from engine.ports import Storage
+from engine.prompt.inputs import HistoryLine
 from engine.prompt.macro_port import macro_context
 from engine.timeline.history import HistoryService
 from engine.timeline.service import TimelineService
@@ -24,6 +26,15 @@ from engine.variables import store
 
 MAX_GREETINGS: Final = 20
 """Greetings (first message plus alternates) put on the first floor at most."""
+
+
+def greeting_line(card: CharacterCard | None) -> HistoryLine | None:
+    """The greeting as the first message of a chat that has none yet, as :func:`greet` would
+    store it (floor 1, its first page: ``first_mes``, raw; the prompt expands its macros), so
+    a dry run of a new chat shows SillyTavern's first prompt. None when the card has none."""
+    if card is None or not card.first_mes.strip():
+        return None
+    return HistoryLine(text=card.first_mes, is_user=False, name=card.name, floor=1)
 
 
 async def greet(
@@ -44,7 +55,7 @@ async def greet(
         # Any floor, a failed one too (its message stays in the chat), means not empty.
         head = await store.next_seq(uow, await store.lineage_of(uow, target)) - 1
     card = assets.card
-    if card is None or head > 0 or not card.first_mes.strip():
+    if card is None or head > 0 or greeting_line(card) is None:
         return None
     greetings = [card.first_mes, *card.alternate_greetings][:MAX_GREETINGS]
     context = macro_context(assets.character, user_name=user_name)
