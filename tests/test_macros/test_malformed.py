@@ -151,6 +151,48 @@ def test_stray_closer_around_a_vector_is_kept_and_the_rest_evaluates_as_written(
     }
 
 
+@SETTINGS
+@given(
+    case=st.sampled_from(VECTORS),
+    closer=_closer(),
+    leading=st.booleans(),
+    offset=st.integers(min_value=0, max_value=40),
+)
+def test_stray_closer_inside_a_vectors_outer_text_stays_where_it_was_written(
+    case: dict[str, Any], closer: str, leading: bool, offset: int
+) -> None:
+    """§1 step 4 ("text between items is copied verbatim") with §8.1 ("unmatched closing tags
+    stay raw"): a stray closing tag dropped anywhere into the plain text before a vector's
+    first macro, or after its last one, comes out at the same place in the vector's expected
+    text, and everything around it evaluates as written. (Texts that pre- or post-processing
+    rewrites, legacy markers, escapes and ``{{trim}}``, are left out: they are not copied
+    verbatim.)"""
+    template = case["template"]
+    name = re.sub(r"[^A-Za-z]|junk", "", closer)
+    assume(not _mentions(template, name) and not _mentions(template, "trim"))
+    assume("<" not in template and "\\" not in template)
+    base = _run(template, case)
+    assume(not _open_at_end(base))
+    expected = case["text"]
+    if leading:
+        first = template.find("{{")
+        at = min(offset, first if first >= 0 else len(template))
+        out_at = at
+    else:
+        last = template.rfind("}}")
+        plain = len(template) - (last + 2 if last >= 0 else 0)
+        at = len(template) - min(offset, plain)
+        out_at = len(expected) - (len(template) - at)
+    assert expected[out_at:] == template[at:] if not leading else expected[:at] == template[:at]
+    out = _run(template[:at] + closer + template[at:], case)
+    assert out["text"] == expected[:out_at] + closer + expected[out_at:]
+    assert _stores(out) == _stores(base)
+    assert any(
+        d["code"] == "macro_unmatched_closing_block" and d["position"] == at
+        for d in out["warning_details"]
+    ), out["warning_details"]
+
+
 _TAIL = st.text(
     alphabet=st.characters(blacklist_characters="{}\\<|", blacklist_categories=("Cs",)),
     max_size=12,
