@@ -5,13 +5,15 @@ the next floor, each character line closes a committed floor whose pages are its
 swipe that was shown is the active page). Times come from ``send_date`` (the swipe's own date
 for the other pages when it has one, else the message's, else ``now``).
 
-Kept beyond what the timeline models: the header's ``chat_metadata``, ``user_name`` and
-``character_name`` under the session setting ``st_chat``; the other fields of a character line
-(``extra``, ``gen_started``, ...) under its active page's ``meta["st_line"]``; each swipe's
-``swipe_info`` under its page's ``meta["st_swipe_info"]``. User and system lines keep their
-name, text and date only. Hidden lines (``is_system`` without a note type, as SillyTavern
-hides a message) come in hidden: a user line as a hidden input, a character line as hidden
-pages, with its floor when the floor's inputs were hidden too. Lines after the last character
+Kept beyond what the timeline models, as the turn service's import keeps it
+(:mod:`engine.formats.st_kept`): the header line and the trailing lines under the session
+setting ``st_chat_files`` (branch ``main``), each line's other fields (``extra``,
+``force_avatar``, ``gen_started``, dates as spelt, ...) on page 1 of its floor, each swipe's
+``swipe_info`` on its page; ``chat_metadata.variables`` become the session's chat-scope
+variables (explicit writes, in the variable log and the values). Hidden lines
+(``is_system`` without a note type, as SillyTavern hides a message) come in hidden: a user line
+as a hidden input, a character line as hidden pages, with its floor when the floor's inputs
+were hidden too. Lines after the last character
 line are kept on a failed floor (``error`` says why): they have no reply to form a turn with.
 
 The result is validated like any archive (:func:`~engine.formats.archive.parse_archive`), so a
@@ -29,21 +31,21 @@ from engine.formats.archive import (
     Archive,
     ArchiveBranch,
     ArchiveFloor,
+    ArchiveLogEntry,
     ArchiveMessage,
     ArchivePage,
     ArchiveSession,
+    ArchiveValue,
     archive_to_json,
     parse_archive,
 )
 from engine.formats.st_chat import ChatEntry, ChatLog
+from engine.formats.st_kept import ST_FILES_SETTING, chat_variables, file_record, page_meta
 from engine.timeline.values import MAIN_BRANCH, MessageRole, SessionSettings
 
 MAX_CHAT_FLOORS: Final = 100_000
 """A SillyTavern chat with more character replies than this is refused."""
 TRAILING_INPUT_ERROR: Final = "imported chat ends with messages that have no reply"
-_MODELLED: Final = frozenset(
-    ("name", "is_user", "is_system", "mes", "send_date", "swipes", "swipe_id", "swipe_info")
-)
 
 
 def _json_safe(value: object) -> Any:
@@ -59,12 +61,7 @@ def _json_safe(value: object) -> Any:
 
 def archive_from_st_chat(log: ChatLog, *, now: datetime, source: str = "") -> Archive:
     """The chat as an archive of one ``main`` branch (see the module docstring)."""
-    header = {
-        "user_name": log.user_name,
-        "character_name": log.character_name,
-        "chat_metadata": _json_safe(dict(log.chat_metadata)),
-    }
-    settings = SessionSettings(extra={"st_chat": header}).to_json()
+    variables = chat_variables(log, source=source)
     floors: list[ArchiveFloor] = []
     pages: list[ArchivePage] = []
     messages: list[ArchiveMessage] = []
@@ -110,17 +107,13 @@ def archive_from_st_chat(log: ChatLog, *, now: datetime, source: str = "") -> Ar
         # As the service's import does: a hidden reply hides its floor when every input of
         # the floor was hidden too, else only its pages.
         floor_hidden = entry.is_hidden and all(i.is_hidden for i in inputs)
-        add_inputs(floor)
         swipes = entry.pages
         active = entry.swipe_id if 0 <= entry.swipe_id < len(swipes) else len(swipes) - 1
+        kept_inputs = list(inputs)
+        add_inputs(floor)
         for number, swipe in enumerate(swipes, start=1):
-            meta: dict[str, Any] = {}
-            if swipe.info is not None:
-                meta["st_swipe_info"] = _json_safe(dict(swipe.info))
+            meta: dict[str, Any] = _json_safe(page_meta(entry, number - 1, kept_inputs))
             is_active = number - 1 == active
-            rest = {k: v for k, v in entry.raw.items() if k not in _MODELLED}
-            if is_active and rest:
-                meta["st_line"] = _json_safe(rest)
             stamp = when(entry.send_date if is_active else swipe.send_date or entry.send_date)
             messages.append(
                 ArchiveMessage(
@@ -160,6 +153,8 @@ def archive_from_st_chat(log: ChatLog, *, now: datetime, source: str = "") -> Ar
                 updated_at=when(entry.send_date),
             )
         )
+    record = _json_safe(file_record(log, inputs))
+    settings = SessionSettings(extra={ST_FILES_SETTING: {MAIN_BRANCH: record}}).to_json()
     if inputs:
         floor = len(floors)
         started = when(inputs[0].send_date)
@@ -195,5 +190,24 @@ def archive_from_st_chat(log: ChatLog, *, now: datetime, source: str = "") -> Ar
         floors=tuple(floors),
         pages=tuple(pages),
         messages=tuple(messages),
+        variable_log=tuple(
+            ArchiveLogEntry(
+                source="explicit",
+                scope="chat",
+                key=key,
+                op="set",
+                value=value,
+                branch=0,
+                seq=None,
+                floor=None,
+                page=None,
+                created_at=created,
+            )
+            for key, value in variables.items()
+        ),
+        variable_values=tuple(
+            ArchiveValue(scope="chat", owner=None, key=key, value=value)
+            for key, value in variables.items()
+        ),
     )
     return parse_archive(archive_to_json(archive), source=source)

@@ -13,7 +13,8 @@ What an import -> export round trip may change (everything else is kept, unknown
 * every line is re-serialised compactly like ``JSON.stringify`` (UTF-8, no ``\\u`` escapes for
   non-ASCII, no spaces); a number's spelling may change (``1e3`` -> ``1000.0``), never its value;
 * empty lines are dropped; the file ends without a trailing newline, as ST writes it;
-* a file without a header (an old group chat) gains an ST 1.15 header;
+* a file without a header (an old group chat) gains an ST 1.15 header only when there is
+  metadata to write (chat variables set since);
 * a date is rewritten (as ISO 8601 with milliseconds, like ST 1.15) only if its value was changed.
 """
 
@@ -93,6 +94,9 @@ class ChatLog:
     chat_metadata: Mapping[str, object] = field(default_factory=dict)
     header: Mapping[str, object] | None = None  # the imported header line, if any
     entries: tuple[ChatEntry, ...] = ()
+    headerless: bool = False
+    """The file had no header line (a group chat before ST 1.15): written back without one
+    while there is no metadata to write (a log built in code without a header gets one)."""
 
 
 def parse_chat(data: bytes | str, *, source: str) -> ChatLog:
@@ -143,7 +147,7 @@ def parse_chat(data: bytes | str, *, source: str) -> ChatLog:
         header = objects.pop(0)[1]
     entries = tuple(_entry(obj, source=source, line=n) for n, obj in objects)
     if header is None:
-        return ChatLog(chat_metadata={}, header=None, entries=entries)
+        return ChatLog(chat_metadata={}, header=None, entries=entries, headerless=True)
     metadata = header.get("chat_metadata")
     if metadata is None:
         metadata = {}
@@ -278,9 +282,12 @@ def chat_to_jsonl(log: ChatLog) -> str:
     """The chat as SillyTavern JSONL: compact lines joined by ``\\n``, no trailing newline.
 
     Starts from each line's original object (``header``/``raw``) so unknown keys survive; the
-    engine-visible fields overwrite it. A log without a header gets an ST 1.15 header.
+    engine-visible fields overwrite it. A log without a header gets an ST 1.15 header, unless
+    it was read from a file without one and has no metadata (nor messages) to write.
     """
-    lines = [_dump(_header_to_json(log))]
+    lines: list[str] = []
+    if not (log.headerless and not log.chat_metadata and log.entries):
+        lines.append(_dump(_header_to_json(log)))
     lines.extend(_dump(_entry_to_json(entry)) for entry in log.entries)
     return "\n".join(lines)
 
@@ -344,6 +351,6 @@ def _entry_to_json(entry: ChatEntry) -> dict[str, object]:
     elif isinstance(out.get("swipes"), list) and out["swipes"]:
         for key in ("swipes", "swipe_id", "swipe_info"):
             out.pop(key, None)
-    if "extra" in out or entry.extra:
+    if entry.extra or isinstance(out.get("extra"), Mapping):  # a null extra stays null
         out["extra"] = copy.deepcopy(dict(entry.extra))
     return out

@@ -19,6 +19,7 @@ A dry run (the prompt the next message would get) is :mod:`engine.turns.previews
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import PurePath
 from typing import Any, Final
 
@@ -29,15 +30,31 @@ from engine.formats.json_input import load_object
 from engine.formats.preset import PRESET_OBJECT, parse_preset
 from engine.formats.regex_scripts import load_regex_file
 from engine.formats.st_chat import ChatEntry, ChatLog, ChatPage, chat_to_jsonl_bytes, parse_chat
+from engine.formats.st_dates import parse_timestamp
+from engine.formats.st_kept import (
+    INPUTS_META,
+    LEGACY_HEADER_SETTING,
+    LINE_META,
+    ST_FILES_SETTING,
+    SWIPE_INFO_META,
+    SWIPES_META,
+    chat_variables,
+    file_record,
+    find_record,
+    is_full,
+    page_meta,
+    with_variables,
+)
 from engine.formats.worldbook import WORLDBOOK_OBJECT, parse_worldbook
 from engine.ports import Storage
 from engine.timeline.assets import AssetService
 from engine.timeline.service import TimelineService
-from engine.timeline.values import Floor, Message, MessageRole, NewMessage
+from engine.timeline.values import Branch, Floor, Message, MessageRole, NewMessage, Page
 from engine.turns.api import AssetKind, ImportSummary, SessionKey
 from engine.turns.sessions import Sessions
 from engine.turns.views import committed_numbers
 from engine.variables import store
+from engine.variables.service import VariableService
 
 MAX_IMPORT_FLOORS: Final = 5_000
 """A chat import creates at most this many floors."""
@@ -49,9 +66,10 @@ NARRATOR_TYPE: Final = "narrator"
 NOTE_TYPE: Final = "generic"
 """SillyTavern's ``extra.type`` of a narrator message and of a generic system message: an
 exported system note carries one, so that importing it back does not read it as hidden."""
-ST_CHAT_SETTING: Final = "st_chat"
-"""Session setting with the header of an imported SillyTavern chat (user and character names,
-``chat_metadata``), written back by the export."""
+ST_CHAT_SETTING: Final = LEGACY_HEADER_SETTING
+"""Session setting with the header of a chat imported by an earlier version (user and
+character names, ``chat_metadata``), written back by the export; chats imported now keep
+their whole file under :data:`~engine.formats.st_kept.ST_FILES_SETTING`."""
 
 
 class Transfer:
@@ -63,11 +81,13 @@ class Transfer:
         sessions: Sessions,
         timeline: TimelineService,
         assets: AssetService,
+        variables: VariableService | None = None,
     ) -> None:
         self._storage = storage
         self._sessions = sessions
         self._timeline = timeline
         self._assets = assets
+        self._variables = variables or VariableService(storage)
 
     async def import_asset(
         self,
@@ -133,6 +153,7 @@ class Transfer:
         filename: str,
     ) -> ImportSummary:
         log = parse_chat(data, source=filename)
+        variables = chat_variables(log, source=filename)
         taken = {b.name for b in await self._timeline.branches(session_id)}
         name, n = f"import-{stem}", 1
         while name in taken:
@@ -142,9 +163,11 @@ class Transfer:
         branch = await self._timeline.fork(main.id, name=name, after_floor=0)
         inputs: list[NewMessage] = []
         hidden_inputs: list[bool] = []
+        input_lines: list[ChatEntry] = []
         floors = 0
         for entry in log.entries:
             if entry.is_user or (entry.is_system and not entry.is_hidden):
+                input_lines.append(entry)
                 inputs.append(
                     NewMessage(
                         role="user" if entry.is_user else _note_role(entry),
@@ -166,8 +189,10 @@ class Transfer:
             await self._timeline.start_generating(floor.id)
             numbers: list[int] = []
             page_ids: list[int] = []
-            for page in entry.pages:
-                added = await self._timeline.add_page(floor.id)
+            for index, page in enumerate(entry.pages):
+                # Page 1 keeps the line's and its inputs' fields the timeline does not model.
+                meta = page_meta(entry, index, input_lines)
+                added = await self._timeline.add_page(floor.id, meta=meta)
                 reply = NewMessage(role="assistant", raw=page.text, speaker_name=entry.name)
                 await self._timeline.commit_page(added.id, messages=[reply])
                 numbers.append(added.number)
@@ -176,11 +201,19 @@ class Transfer:
                 await self._timeline.activate_page(floor.id, numbers[entry.swipe_id])
             if entry.is_hidden:
                 await self._hide(floor.id, page_ids, whole_floor=all(hidden_inputs))
-            inputs, hidden_inputs = [], []
+            inputs, hidden_inputs, input_lines = [], [], []
         if inputs:
             # Messages with no reply yet: kept, like any turn whose reply never came.
             floor = await self._timeline.open_floor(branch.id, inputs)
             await self._timeline.fail_floor(floor.id, TRAILING_INPUT_ERROR)
+        # The header and the trailing lines (a failed floor has no page to keep them on).
+        session = await self._sessions.settings(session_id)
+        files = session.settings.extra.get(ST_FILES_SETTING)
+        kept = dict(files) if isinstance(files, Mapping) else {}
+        kept[name] = file_record(log, input_lines)
+        await self._sessions.update(session_id, **{ST_FILES_SETTING: kept})
+        for variable, value in variables.items():
+            await self._variables.set(branch.id, "chat", variable, value)
         return ImportSummary(
             kind="chat", name=name, details={"floors": floors, "branch": name, "session": key.key}
         )
@@ -195,6 +228,10 @@ class Transfer:
         hidden message with ``"is_system": true`` as SillyTavern writes a hidden message.
         """
         ids, branch = await self._sessions.target(key, branch_name)
+        session = await self._sessions.settings(ids.session_id)
+        branches = await self._timeline.branches(ids.session_id)
+        record = find_record(session.settings.extra, _ancestry(branch, branches))
+        trailing = record.get("trailing") if record is not None else None
         entries: list[ChatEntry] = []
         user_name: str | None = None
         char_name: str | None = None
@@ -215,7 +252,10 @@ class Transfer:
                 if floor.hidden and not include_hidden:
                     continue
                 own = [m for m in messages if m.floor_id == floor.id]
-                inputs = _input_entries(floor, own, include_hidden=include_hidden)
+                floor_pages = {p.number: p for p in pages if p.floor_id == floor.id}
+                line_page = next((p for p in floor_pages.values() if LINE_META in p.meta), None)
+                kept_inputs = _kept_inputs(floor, line_page, trailing)
+                inputs = _input_entries(floor, own, kept_inputs, include_hidden=include_hidden)
                 user_name = user_name or next((e.name for e in inputs if e.is_user), None)
                 entries.extend(inputs)
                 if active is None:
@@ -227,27 +267,16 @@ class Transfer:
                 hidden = floor.hidden or active.hidden or any(m.hidden for m in reply)
                 if hidden and not include_hidden:
                     continue
-                floor_pages = {p.number: p for p in pages if p.floor_id == floor.id}
                 numbers = [
                     n
                     for n in committed_numbers(list(floor_pages.values()))
                     if include_hidden or not floor_pages[n].hidden
                 ]
-                texts = [
-                    "".join(m.raw for m in own if m.page_id == floor_pages[n].id) for n in numbers
-                ]
+                shown = [floor_pages[n] for n in numbers]
+                texts = {p.number: "".join(m.raw for m in own if m.page_id == p.id) for p in shown}
                 char_name = char_name or reply[0].speaker_name
-                swipe_id = numbers.index(active.number)
                 entries.append(
-                    ChatEntry(
-                        name=reply[0].speaker_name or "",
-                        is_user=False,
-                        is_system=hidden,
-                        text="".join(m.raw for m in reply),
-                        send_date=reply[0].created_at,
-                        swipes=tuple(ChatPage(text=t) for t in texts) if len(texts) > 1 else (),
-                        swipe_id=swipe_id if len(texts) > 1 else 0,
-                    )
+                    _reply_entry(reply, active, shown, texts, line_page=line_page, hidden=hidden)
                 )
             first = last + 1
         async with self._storage.read() as uow:
@@ -256,25 +285,56 @@ class Transfer:
                 branch.id, await store.head_of(uow, lineage)
             )
             messages = await uow.messages.of_floors([f.id for f in waiting])
+            chat_vars = await uow.variables.values("chat", ids.session_id)
         for floor in waiting:
             if floor.hidden and not include_hidden:
                 continue
             own = [m for m in messages if m.floor_id == floor.id]
-            entries.extend(_input_entries(floor, own, include_hidden=include_hidden))
-        session = await self._sessions.settings(ids.session_id)
-        header = session.settings.extra.get(ST_CHAT_SETTING)
-        if isinstance(header, Mapping):
-            # An imported SillyTavern chat: its names and metadata go back as they came.
-            metadata = header.get("chat_metadata")
+            kept_inputs = _kept_inputs(floor, None, trailing)
+            entries.extend(_input_entries(floor, own, kept_inputs, include_hidden=include_hidden))
+        legacy = session.settings.extra.get(ST_CHAT_SETTING)
+        if record is not None:
+            # A chat imported whole: its header goes back as it came (or no header, if it
+            # had none), with the session's current chat variables.
+            header = record.get("header")
+            kept_header = dict(header) if isinstance(header, Mapping) else None
+            metadata = kept_header.get("chat_metadata") if kept_header is not None else None
             log = ChatLog(
-                user_name=_text_or(header.get("user_name"), user_name),
-                character_name=_text_or(header.get("character_name"), char_name),
-                chat_metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
-                header=dict(header),
+                user_name=_text_or(kept_header.get("user_name"), None)
+                if kept_header
+                else user_name,
+                character_name=(
+                    _text_or(kept_header.get("character_name"), None) if kept_header else char_name
+                ),
+                create_date=parse_timestamp(kept_header.get("create_date"))
+                if kept_header
+                else None,
+                chat_metadata=with_variables(
+                    metadata if isinstance(metadata, Mapping) else {}, chat_vars
+                ),
+                header=kept_header,
+                headerless=kept_header is None,
+                entries=tuple(entries),
+            )
+        elif isinstance(legacy, Mapping):
+            # Imported by an earlier version: its names and metadata go back as they came.
+            metadata = legacy.get("chat_metadata")
+            log = ChatLog(
+                user_name=_text_or(legacy.get("user_name"), user_name),
+                character_name=_text_or(legacy.get("character_name"), char_name),
+                chat_metadata=with_variables(
+                    metadata if isinstance(metadata, Mapping) else {}, chat_vars
+                ),
+                header=dict(legacy),
                 entries=tuple(entries),
             )
         else:
-            log = ChatLog(user_name=user_name, character_name=char_name, entries=tuple(entries))
+            log = ChatLog(
+                user_name=user_name,
+                character_name=char_name,
+                chat_metadata=with_variables({}, chat_vars),
+                entries=tuple(entries),
+            )
         return chat_to_jsonl_bytes(log)
 
     async def _hide(self, floor_id: int, page_ids: list[int], *, whole_floor: bool) -> None:
@@ -297,20 +357,59 @@ def _text_or(value: object, default: str | None) -> str | None:
     return value if isinstance(value, str) and value else default
 
 
+def _ancestry(branch: Branch, branches: list[Branch]) -> list[str]:
+    """The branch's name, then its parent's, and so on (a fork of an imported chat exports
+    with that chat's header)."""
+    by_id = {b.id: b for b in branches}
+    names: list[str] = []
+    current: Branch | None = branch
+    while current is not None and current.name not in names:
+        names.append(current.name)
+        current = by_id.get(current.parent_id) if current.parent_id is not None else None
+    return names
+
+
+def _kept_inputs(floor: Floor, line_page: Page | None, trailing: object) -> list[object]:
+    """The kept lines of a floor's inputs: on its page 1, or (the failed floor an import
+    ends with) the trailing lines of the imported file."""
+    if line_page is not None:
+        found = line_page.meta.get(INPUTS_META)
+        return list(found) if isinstance(found, list) else []
+    if floor.state == "failed" and floor.error == TRAILING_INPUT_ERROR:
+        return list(trailing) if isinstance(trailing, list) else []
+    return []
+
+
 def _input_entries(
-    floor: Floor, messages: list[Message], *, include_hidden: bool
+    floor: Floor, messages: list[Message], kept: list[object], *, include_hidden: bool
 ) -> list[ChatEntry]:
     """The floor's input messages as lines (hidden ones only with ``include_hidden``)."""
     out: list[ChatEntry] = []
-    for m in messages:
+    inputs = [m for m in messages if m.page_id is None]
+    for index, m in enumerate(inputs):
         hidden = floor.hidden or m.hidden
-        if m.page_id is None and (include_hidden or not hidden):
-            out.append(_entry(m, is_user=m.role == "user", hidden=hidden))
+        if include_hidden or not hidden:
+            line = kept[index] if index < len(kept) else None
+            out.append(_entry(m, is_user=m.role == "user", hidden=hidden, kept=line))
     return out
 
 
-def _entry(message: Message, *, is_user: bool, hidden: bool = False) -> ChatEntry:
+def _entry(
+    message: Message, *, is_user: bool, hidden: bool = False, kept: object = None
+) -> ChatEntry:
     note = message.role in ("system", "narrator")
+    if is_full(kept):
+        assert isinstance(kept, Mapping)
+        extra = kept.get("extra")
+        return ChatEntry(
+            name=message.speaker_name or "",
+            is_user=is_user,
+            is_system=hidden or note,
+            text=message.raw,
+            send_date=parse_timestamp(kept.get("send_date")),
+            extra=dict(extra) if isinstance(extra, Mapping) else {},
+            raw=dict(kept),
+        )
     return ChatEntry(
         name=message.speaker_name or ("User" if is_user else ""),
         is_user=is_user,
@@ -321,6 +420,78 @@ def _entry(message: Message, *, is_user: bool, hidden: bool = False) -> ChatEntr
         send_date=message.created_at,
         extra={"type": NARRATOR_TYPE if message.role == "narrator" else NOTE_TYPE} if note else {},
     )
+
+
+def _reply_entry(
+    reply: list[Message],
+    active: Page,
+    shown: list[Page],
+    texts: Mapping[int, str],
+    *,
+    line_page: Page | None,
+    hidden: bool,
+) -> ChatEntry:
+    """A floor's reply line: its shown pages as swipes, the kept line's fields (when it was
+    imported) under the engine's own."""
+    kept = line_page.meta.get(LINE_META) if line_page is not None else None
+    full = line_page is not None and is_full(kept)
+    raw: dict[str, Any] = dict(kept) if isinstance(kept, Mapping) else {}
+    had_swipes = line_page is not None and full and bool(line_page.meta.get(SWIPES_META))
+    infos = {p.number: _info(p) for p in shown}
+    if any(i is not None for i in infos.values()):
+        raw["swipe_info"] = []  # rebuilt from the pages below
+    send_date: datetime | None = reply[0].created_at
+    extra = _mapping(raw.get("extra"))
+    if full:
+        info = infos.get(active.number)
+        if active.number == _int(raw.get("swipe_id")) + 1:  # the page shown when imported
+            send_date = parse_timestamp(raw.get("send_date"))
+        elif info is not None:
+            # Another kept swipe shown now: its own date and extra, as SillyTavern swipes.
+            send_date = parse_timestamp(info.get("send_date")) or send_date
+            extra = _mapping(info.get("extra"))
+        else:
+            extra = {}  # a page made here: the kept line's extra was another swipe's
+    pages = tuple(
+        ChatPage(
+            text=texts[p.number], send_date=_page_date(p, infos[p.number]), info=infos[p.number]
+        )
+        for p in shown
+    )
+    swipes = pages if len(pages) > 1 or had_swipes else ()
+    return ChatEntry(
+        name=reply[0].speaker_name or "",
+        is_user=False,
+        is_system=hidden,
+        text="".join(m.raw for m in reply),
+        send_date=send_date,
+        swipes=swipes,
+        swipe_id=[p.number for p in shown].index(active.number) if swipes else 0,
+        extra=extra,
+        raw=raw,
+    )
+
+
+def _info(page: Page) -> Mapping[str, object] | None:
+    found = page.meta.get(SWIPE_INFO_META)
+    return found if isinstance(found, Mapping) else None
+
+
+def _mapping(value: object) -> dict[str, object]:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _page_date(page: Page, info: Mapping[str, object] | None) -> datetime | None:
+    """A swipe's date: its kept ``swipe_info`` date, else (a page made here) when it was."""
+    if info is not None:
+        return parse_timestamp(info.get("send_date"))
+    if LINE_META in page.meta:
+        return None
+    return page.created_at
 
 
 def _count_entries(book: object) -> int:

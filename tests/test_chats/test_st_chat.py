@@ -141,14 +141,20 @@ def test_st13_chat_dates_and_swipes() -> None:
     assert objects(chat_to_jsonl(log)) == objects(ST13)
 
 
-def test_headerless_group_chat_gains_an_st15_header() -> None:
+def test_headerless_group_chat_stays_headerless_until_it_has_metadata() -> None:
     log = parse_chat(GROUP_NO_HEADER, source="group.jsonl")
     assert log.header is None and [e.text for e in log.entries] == ["first", "second"]
-    exported = objects(chat_to_jsonl(log))
-    assert exported[0] == {"chat_metadata": {}, "user_name": "unused", "character_name": "unused"}
-    assert exported[1:] == objects(GROUP_NO_HEADER)
+    assert objects(chat_to_jsonl(log)) == objects(GROUP_NO_HEADER)
     again = parse_chat(chat_to_jsonl(log), source="again")
     assert again.entries == log.entries
+    # Metadata to write (chat variables set since) needs a header: an ST 1.15 one.
+    exported = objects(chat_to_jsonl(replace(log, chat_metadata={"variables": {"a": "1"}})))
+    assert exported[0] == {
+        "chat_metadata": {"variables": {"a": "1"}},
+        "user_name": "unused",
+        "character_name": "unused",
+    }
+    assert exported[1:] == objects(GROUP_NO_HEADER)
 
 
 def test_blank_lines_are_dropped_and_broken_lines_refuse_the_file() -> None:

@@ -89,7 +89,8 @@ def _rows(data: bytes) -> list[dict[str, Any]]:
 
 
 def _said(rows: list[dict[str, Any]]) -> list[tuple[str, bool, bool]]:
-    return [(r["mes"], r["is_user"], r["is_system"]) for r in rows]
+    # A line keeps is_system as it came (absent: not hidden).
+    return [(r["mes"], r["is_user"], r.get("is_system", False)) for r in rows]
 
 
 async def test_an_export_keeps_a_hidden_floor_marked_as_sillytavern_hides_it(
@@ -188,7 +189,7 @@ async def test_a_sillytavern_chat_with_hidden_messages_and_notes_imports_as_it_w
         ("Again", True, False),
         ("Shown answer", False, False),
     ]
-    assert exported[2]["extra"] == {"type": "generic"}
+    assert exported[2]["extra"] == {"type": "comment"}  # kept as it came
     assert [r["mes"] for r in _rows(await engine.svc.export_chat(key, branch))] == [
         "Hello",
         "A note",

@@ -37,7 +37,7 @@ def test_a_trailing_user_message_survives_import_and_export(cli: Cli) -> None:
         (line["name"], line["is_user"], line["mes"])
         for line in (GREETING, QUESTION, ANSWER, WAITING)
     ]
-    assert out[-1]["is_system"] is False  # a normal line, not a hidden one
+    assert out[-1].get("is_system", False) is False  # a normal line, not a hidden one
 
 
 def test_a_chat_that_is_only_a_user_message_exports_it(cli: Cli) -> None:
