@@ -8,8 +8,9 @@ openai client; every one must hold the same messages as the dry runs.
 
 The inputs exercise what a turn does to a message before assembly: a user-input regex script
 that rewrites the message as it is stored (``lamp`` -> ``lantern``, which is also the world
-book's key), a prompt-only script that rewrites it in the prompt only, and a macro in the
-message (``{{char}}``).
+book's key), the card's own store script that only matches after it (the order of global
+and character scripts), a prompt-only script that rewrites it in the prompt only, and a macro
+in the message (``{{char}}``).
 
 Normalised, because it legitimately differs between front ends and is not what is compared:
 - the user's name: every front end's speaker is called ``User`` (the Discord member's display
@@ -64,6 +65,22 @@ CARD = {
         "scenario": "A stormy night at the inn.",
         "first_mes": "",
         "mes_example": "",
+        # The character's own script runs after the global ones (SillyTavern's order): it
+        # only finds the word the global script stored.
+        "extensions": {
+            "regex_scripts": [
+                {
+                    "scriptName": "an old lantern (card)",
+                    "findRegex": "/\\blantern\\b/",
+                    "replaceString": "old lantern",
+                    "placement": [1],
+                    "disabled": False,
+                    "markdownOnly": False,
+                    "promptOnly": False,
+                    "runOnEdit": True,
+                }
+            ]
+        },
     },
 }
 PRESET = DATA / "preset_cc_ST_Default.json"
@@ -249,7 +266,7 @@ async def test_the_dry_runs_and_every_front_ends_turn_send_the_same_prompt(
 
     # The inputs did what they are for: the stored rewrite, the prompt-only rewrite and the
     # macro reached the newest user message, and the rewritten word woke the world entry.
-    assert console[-1] == ("user", "I kindle the lantern for Mira.", ""), console
+    assert console[-1] == ("user", "I kindle the old lantern for Mira.", ""), console
     assert any("burns blue" in content for _, content, _ in console), console
     assert cli == service_dry, "the CLI dry run differs from the service's"
     assert console == service_dry, "the console turn differs from the dry run"
