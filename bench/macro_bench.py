@@ -1,7 +1,7 @@
 """Macro engine speed against one ``re.sub`` pass, side by side in one run.
 
-The template is ``bench/data/macro_template_20k.txt`` (20.5 KB, 514 macros: names, variables,
-shorthand, if/else, reverse, random, pick, comments, time, unknown macros, legacy markers,
+The template is the shared benchmark set's ``macro_template_20k.txt``, read where it is
+(20.5 KB, 514 macros: names, variables, shorthand, if/else, reverse, random, pick, comments, time, unknown macros, legacy markers,
 trim). Three timings are interleaved round by round, so machine noise hits them alike:
 
 - baseline: one ``re.sub(r"\\{\\{[^{}]*\\}\\}", f, text)`` pass with a trivial callback;
@@ -41,7 +41,7 @@ from engine.macros import (
 from engine.macros.cache import parse_template
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATE = ROOT / "bench" / "data" / "macro_template_20k.txt"
+TEMPLATE = ROOT.parent / "shared" / "bench" / "macro_template_20k.txt"
 RESULTS = ROOT / "bench" / "results" / "macros.md"
 WARM_TARGET = 15.0
 COLD_TARGET = 60.0

@@ -30,7 +30,7 @@ from engine.prompt.regex_run import apply_scripts
 from engine.prompt.wi_sources import BookSource, WorldInfoSettings
 
 ROOT = Path(__file__).resolve().parent.parent
-PRESET = ROOT / "tests" / "data" / "st" / "preset_cc_ST_Default.json"
+PRESET = ROOT.parent / "shared" / "fixtures" / "st" / "preset_cc_ST_Default.json"
 RESULTS = ROOT / "bench" / "results" / "prompt.md"
 TARGET_RATIO = 3.0
 WORDS = [

@@ -9,6 +9,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
+# The shared SillyTavern files and conformance vectors are read where they are, never copied.
+ST_FIXTURES = SHARED / "fixtures" / "st"
+CONFORMANCE = SHARED / "conformance"
 
 
 @pytest.fixture

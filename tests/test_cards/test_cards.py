@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import fields, replace
-from pathlib import Path
 
 import pytest
 
@@ -26,8 +25,9 @@ from engine.formats.png import (
     read_text_chunks,
     write_chunks,
 )
+from tests.conftest import ST_FIXTURES
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "st"
+DATA = ST_FIXTURES
 SERAPHINA = DATA / "card_v2v3_Seraphina.png"
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -12,8 +11,9 @@ from hypothesis import strategies as st
 from engine.errors import FormatError
 from engine.formats.cards import card_to_json, card_to_png, parse_card
 from engine.formats.png import blank_png, make_text_chunk, read_chunks, write_chunks
+from tests.conftest import ST_FIXTURES
 
-SERAPHINA = Path(__file__).resolve().parent.parent / "data" / "st" / "card_v2v3_Seraphina.png"
+SERAPHINA = ST_FIXTURES / "card_v2v3_Seraphina.png"
 REAL = SERAPHINA.read_bytes()
 # Offsets worth hitting: the signature and IHDR, and the two card chunks at the end.
 offsets = st.integers(min_value=0, max_value=64) | st.integers(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -20,10 +19,9 @@ from engine.formats.st_chat import (
     parse_chat,
 )
 from engine.formats.st_dates import format_timestamp, parse_timestamp
+from tests.conftest import ST_FIXTURES
 
-AQUA = (
-    Path(__file__).resolve().parent.parent / "data" / "st" / "chat_legacy_Aqua_1673181146000.jsonl"
-)
+AQUA = ST_FIXTURES / "chat_legacy_Aqua_1673181146000.jsonl"
 
 
 def jsonl(*objs: object) -> str:

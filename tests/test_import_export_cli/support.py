@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from bot.cli import main
-from tests.conftest import ROOT
+from tests.conftest import ST_FIXTURES
 
-ST_FILES = ROOT / "tests" / "data" / "st"
+ST_FILES = ST_FIXTURES
 KIND_BY_PREFIX = {"card_": "card", "preset_": "preset", "worldinfo_": "worldbook", "chat_": "chat"}
 REGEX_SCRIPT = {
     "id": "a1b2",
@@ -31,7 +31,7 @@ REGEX_SCRIPT = {
 
 
 def st_fixtures() -> list[tuple[str, Path]]:
-    """Every SillyTavern file in tests/data/st with the kind it is imported as."""
+    """Every SillyTavern file in the shared fixtures with the kind it is imported as."""
     found = []
     for path in sorted(ST_FILES.iterdir()):
         for prefix, kind in KIND_BY_PREFIX.items():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -19,8 +18,9 @@ from engine.formats.preset import (
     parse_preset,
     preset_to_json,
 )
+from tests.conftest import ST_FIXTURES
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "st"
+DATA = ST_FIXTURES
 
 
 @pytest.fixture

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from engine.formats.preset import Preset, parse_preset
 from engine.prompt.assemble import AssemblyResult, assemble
 from engine.prompt.inputs import AssemblyInput, CharacterFields, HistoryLine, ListHistory
+from tests.conftest import ST_FIXTURES
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "st"
+DATA = ST_FIXTURES
 
 
 def default_preset() -> Preset:

@@ -8,15 +8,15 @@ import pytest
 
 from engine.errors import NotFoundError
 from engine.turns.api import MAIN_BRANCH
-from tests.conftest import ROOT
+from tests.conftest import ST_FIXTURES
 from tests.fakes.openai_server import FakeReply
 from tests.test_telegram.real_engine import RealHarness, counter, real, telegram_key
 
 __all__ = ["real"]
 pytestmark = pytest.mark.timeout(90)
-CARD = ROOT / "tests" / "data" / "st" / "card_v2v3_Seraphina.png"
-PRESET = ROOT / "tests" / "data" / "st" / "preset_cc_ST_Default.json"
-WORLDBOOK = ROOT / "tests" / "data" / "st" / "worldinfo_Eldoria.json"
+CARD = ST_FIXTURES / "card_v2v3_Seraphina.png"
+PRESET = ST_FIXTURES / "preset_cc_ST_Default.json"
+WORLDBOOK = ST_FIXTURES / "worldinfo_Eldoria.json"
 
 
 async def test_each_command_works_on_the_real_engine(real: RealHarness) -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from engine.macros.envjson import run_case
+from tests.conftest import CONFORMANCE
 
-HERE = Path(__file__).resolve().parent
+HERE = CONFORMANCE
 IGNORED_WARNINGS = {"macro_preview_side_effect_suppressed"}
 
 #: Vectors whose expectation contradicts a design decision: id -> (reason, design's text).

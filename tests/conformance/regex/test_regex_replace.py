@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from engine.formats.regex_scripts import parse_regex_script
 from engine.prompt.regex_run import run_script
+from tests.conftest import CONFORMANCE
 
-VECTORS = Path(__file__).resolve().parent / "regex_replace.jsonl"
+VECTORS = CONFORMANCE / "regex_replace.jsonl"
 CASES: list[dict[str, Any]] = [
     json.loads(line) for line in VECTORS.read_text(encoding="utf-8").splitlines() if line.strip()
 ]

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from engine.prompt.wi_match import Haystack, MatchOptions, match_key
+from tests.conftest import CONFORMANCE
 
 VECTORS = [
     json.loads(line)
-    for line in (Path(__file__).parent / "wi_key_match.jsonl").read_text("utf-8").splitlines()
+    for line in (CONFORMANCE / "wi_key_match.jsonl").read_text("utf-8").splitlines()
     if line.strip()
 ]
 
