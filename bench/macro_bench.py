@@ -1,8 +1,9 @@
 """Macro engine speed against one ``re.sub`` pass, side by side in one run.
 
 The template is the shared benchmark set's ``macro_template_20k.txt``, read where it is
-(20.5 KB, 514 macros: names, variables, shorthand, if/else, reverse, random, pick, comments, time, unknown macros, legacy markers,
-trim). Three timings are interleaved round by round, so machine noise hits them alike:
+(20.5 KB, 514 macros: names, variables, shorthand, if/else, reverse, random, pick, comments,
+time, unknown macros, legacy markers, trim). Three timings are interleaved round by round, so
+machine noise hits them alike:
 
 - baseline: one ``re.sub(r"\\{\\{[^{}]*\\}\\}", f, text)`` pass with a trivial callback;
 - warm: ``evaluate`` with the template already parsed and the pure memos filled, as when a
