@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from engine.errors import FormatError
+from engine.formats.preset_kinds import CHAT_COMPLETION_KEYS, refuse_other_kinds
 from engine.turns.api import AssetKind
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -90,7 +91,7 @@ def _json_kind(parsed: Any) -> Detected | None:
         return Detected(kind="worldbook", facts={"entries": count})
     if "findRegex" in parsed:
         return Detected(kind="regex", facts={"scripts": 1})
-    if "prompts" in parsed or "prompt_order" in parsed:
+    if CHAT_COMPLETION_KEYS & parsed.keys():  # prompts, prompt_order, or a legacy main_prompt
         return Detected(kind="preset", facts={"prompts": len(parsed.get("prompts") or [])})
     return None
 
@@ -134,5 +135,7 @@ def detect(filename: str, data: bytes, caption: str | None = None) -> Detected:
     if forced is not None:
         return Detected(kind=forced, facts=found.facts if found and found.kind == forced else {})
     if found is None:
+        if isinstance(parsed, dict):  # an instruct template or a sampler preset: say so
+            refuse_other_kinds(parsed, source=filename)
         raise FormatError(_UNKNOWN_JSON, source=filename)
     return found

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from adapters.telegram.imports import detect
 from engine.errors import FormatError
 from engine.formats.json_input import load_object
 from engine.formats.preset import parse_preset
@@ -159,3 +160,18 @@ def test_any_chat_completion_key_wins() -> None:
     data = {"prompts": [], "input_sequence": "a", "output_sequence": "b", "temp": 1, "rep_pen": 1}
     assert other_kind(data) is None
     parse_preset(data, source="x.json")
+
+
+def test_telegram_detects_a_legacy_chat_completion_preset() -> None:
+    """A 2023 preset (main_prompt, no prompts) sent without a caption is a preset, not an
+    unknown file."""
+    path = REALWORLD / "presets" / "st2023_Default_legacy.json"
+    assert detect(path.name, _bytes(path)).kind == "preset"
+
+
+@pytest.mark.parametrize("kind", ["instruct", "context", "textgen", "novelai"])
+def test_telegram_names_other_kinds_sent_without_a_caption(kind: str) -> None:
+    data, said = OTHER_KINDS[kind]
+    with pytest.raises(FormatError) as caught:
+        detect(f"{kind}.json", json.dumps(data).encode())
+    assert said in str(caught.value) and EXPECTED in str(caught.value)
