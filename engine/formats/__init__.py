@@ -2,7 +2,8 @@
 
 - :mod:`engine.formats.cards` character cards (V1/V2/V3, JSON and PNG)
 - :mod:`engine.formats.preset` Chat Completion presets
-  (:func:`parse_preset`, :func:`preset_to_json`)
+  (:func:`parse_preset`, :func:`preset_to_json`); :mod:`engine.formats.preset_kinds` names the
+  other SillyTavern files people import as presets (instruct templates, sampler presets)
 - :mod:`engine.formats.worldbook` world books, standalone and card-embedded
   (:func:`parse_worldbook`, :func:`worldbook_to_json`, :func:`character_book_to_worldbook`)
 - :mod:`engine.formats.regex_scripts` regex scripts
