@@ -3,7 +3,9 @@
 - ``export chat --session NAME [--branch main] [--format jsonl|native] [--no-include-hidden]
   [-o FILE]``: one branch as SillyTavern JSONL (the turn service's export; floors and pages
   hidden by a deleted message or a reset are kept, marked ``is_system`` as SillyTavern marks
-  hidden messages, unless ``--no-include-hidden``), or the whole session as a native archive
+  hidden messages, unless ``--no-include-hidden``; an imported chat comes back line for line,
+  with the current chat-scope variables in ``chat_metadata.variables``), or the whole session
+  as a native archive
   (every branch, page, variable and memory record; see :mod:`engine.formats.archive`).
 - ``export card NAME [--png]``: the card as SillyTavern JSON, or as a PNG with ``chara`` and
   ``ccv3`` chunks when the stored card has a picture (imported from a PNG) or ``--png`` is

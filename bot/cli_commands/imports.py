@@ -5,7 +5,9 @@
   them; without ``--session`` they are only stored in the realm (``--realm``, default
   ``local``), ready to be bound later.
 - ``chat`` takes a SillyTavern JSONL chat or a native archive and creates a NEW console session
-  (named by ``--session``, else by the file name) in one transaction.
+  (named by ``--session``, else by the file name) in one transaction. A JSONL chat keeps every
+  field of every line (``export chat`` writes it back as it came) and its
+  ``chat_metadata.variables`` become the session's chat-scope variables.
 
 Every file is read and validated completely before the database is opened, so a malformed file
 stops with exit code 1 and one message naming the file, the field and the problem, and nothing

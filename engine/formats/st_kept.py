@@ -59,7 +59,8 @@ def chat_variables(log: ChatLog, *, source: str) -> dict[str, Any]:
     for key, value in found.items():
         if not key or len(key) > MAX_KEY_LENGTH:
             raise LimitExceededError(
-                f"{source}: {where}: variable name {key[:40]!r} must be 1..{MAX_KEY_LENGTH} long",
+                f"{source}: {where}: variable name {key[:40]!r} must be 1 to "
+                f"MAX_KEY_LENGTH={MAX_KEY_LENGTH} characters long",
                 limit="MAX_KEY_LENGTH",
                 value=MAX_KEY_LENGTH,
             )

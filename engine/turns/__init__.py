@@ -5,7 +5,8 @@
   a plain class named for what it owns: :mod:`.sessions`, :mod:`.session_settings`,
   :mod:`.branches`, :mod:`.turns` (with :mod:`.failures`), :mod:`.pages`, :mod:`.personas`,
   :mod:`.variables`, :mod:`.assets`, :mod:`.profile_store`, :mod:`.memory_access`,
-  :mod:`.links`, :mod:`.transfer`, :mod:`.previews` and :mod:`.recovery`.
+  :mod:`.links`, :mod:`.transfer` (with :mod:`.st_lines`), :mod:`.previews` and
+  :mod:`.recovery`.
 - :mod:`.workflow` — one generation (director, streamed narrator with tools, summary tags,
   regex scripts, verifier), outside any transaction; :mod:`.turn_prompt` — its options and
   the prompt assembly.

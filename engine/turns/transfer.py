@@ -7,11 +7,15 @@
   system-message type) comes in hidden, with its floor when its inputs were hidden too; a
   hidden input is kept as a hidden message of its floor.
   Messages after the last reply are kept on a failed floor (as the command-line import keeps
-  them), so that they are exported again.
+  them), so that they are exported again. Every field the timeline does not model is kept
+  (:mod:`engine.formats.st_kept`), and ``chat_metadata.variables`` become the session's
+  chat-scope variables.
 - An export writes the branch as SillyTavern JSONL, every page of a floor as a swipe; hidden
   floors and pages are left out, or written as SillyTavern writes hidden messages. The inputs
   of the floors after the last committed one (waiting for their reply, or failed before it)
-  end the file as normal lines, as SillyTavern writes a message that has no reply yet.
+  end the file as normal lines, as SillyTavern writes a message that has no reply yet. An
+  imported chat starts from its kept lines, so an untouched one comes back as it was read,
+  with the session's current chat-scope variables in ``chat_metadata.variables``.
 
 A dry run (the prompt the next message would get) is :mod:`engine.turns.previews`.
 """
@@ -19,7 +23,6 @@ A dry run (the prompt the next message would get) is :mod:`engine.turns.previews
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import PurePath
 from typing import Any, Final
 
@@ -29,19 +32,15 @@ from engine.formats.cards import card_to_asset, parse_card
 from engine.formats.json_input import load_object
 from engine.formats.preset import PRESET_OBJECT, parse_preset
 from engine.formats.regex_scripts import load_regex_file
-from engine.formats.st_chat import ChatEntry, ChatLog, ChatPage, chat_to_jsonl_bytes, parse_chat
+from engine.formats.st_chat import ChatEntry, ChatLog, chat_to_jsonl_bytes, parse_chat
 from engine.formats.st_dates import parse_timestamp
 from engine.formats.st_kept import (
-    INPUTS_META,
     LEGACY_HEADER_SETTING,
     LINE_META,
     ST_FILES_SETTING,
-    SWIPE_INFO_META,
-    SWIPES_META,
     chat_variables,
     file_record,
     find_record,
-    is_full,
     page_meta,
     with_variables,
 )
@@ -49,9 +48,11 @@ from engine.formats.worldbook import WORLDBOOK_OBJECT, parse_worldbook
 from engine.ports import Storage
 from engine.timeline.assets import AssetService
 from engine.timeline.service import TimelineService
-from engine.timeline.values import Branch, Floor, Message, MessageRole, NewMessage, Page
+from engine.timeline.values import MessageRole, NewMessage
+from engine.turns import st_lines
 from engine.turns.api import AssetKind, ImportSummary, SessionKey
 from engine.turns.sessions import Sessions
+from engine.turns.st_lines import NARRATOR_TYPE
 from engine.turns.views import committed_numbers
 from engine.variables import store
 from engine.variables.service import VariableService
@@ -62,10 +63,6 @@ EXPORT_PAGE: Final = 500
 """Floors read per unit of work while exporting."""
 """Top-level key of a stored card holding its picture (a PNG without card chunks, base64);
 the same key the command-line import uses, so ``export card`` writes a PNG again."""
-NARRATOR_TYPE: Final = "narrator"
-NOTE_TYPE: Final = "generic"
-"""SillyTavern's ``extra.type`` of a narrator message and of a generic system message: an
-exported system note carries one, so that importing it back does not read it as hidden."""
 ST_CHAT_SETTING: Final = LEGACY_HEADER_SETTING
 """Session setting with the header of a chat imported by an earlier version (user and
 character names, ``chat_metadata``), written back by the export; chats imported now keep
@@ -230,7 +227,7 @@ class Transfer:
         ids, branch = await self._sessions.target(key, branch_name)
         session = await self._sessions.settings(ids.session_id)
         branches = await self._timeline.branches(ids.session_id)
-        record = find_record(session.settings.extra, _ancestry(branch, branches))
+        record = find_record(session.settings.extra, st_lines.ancestry(branch, branches))
         trailing = record.get("trailing") if record is not None else None
         entries: list[ChatEntry] = []
         user_name: str | None = None
@@ -254,8 +251,10 @@ class Transfer:
                 own = [m for m in messages if m.floor_id == floor.id]
                 floor_pages = {p.number: p for p in pages if p.floor_id == floor.id}
                 line_page = next((p for p in floor_pages.values() if LINE_META in p.meta), None)
-                kept_inputs = _kept_inputs(floor, line_page, trailing)
-                inputs = _input_entries(floor, own, kept_inputs, include_hidden=include_hidden)
+                kept_inputs = st_lines.kept_inputs(floor, line_page, trailing)
+                inputs = st_lines.input_entries(
+                    floor, own, kept_inputs, include_hidden=include_hidden
+                )
                 user_name = user_name or next((e.name for e in inputs if e.is_user), None)
                 entries.extend(inputs)
                 if active is None:
@@ -276,7 +275,9 @@ class Transfer:
                 texts = {p.number: "".join(m.raw for m in own if m.page_id == p.id) for p in shown}
                 char_name = char_name or reply[0].speaker_name
                 entries.append(
-                    _reply_entry(reply, active, shown, texts, line_page=line_page, hidden=hidden)
+                    st_lines.reply_entry(
+                        reply, active, shown, texts, line_page=line_page, hidden=hidden
+                    )
                 )
             first = last + 1
         async with self._storage.read() as uow:
@@ -290,8 +291,10 @@ class Transfer:
             if floor.hidden and not include_hidden:
                 continue
             own = [m for m in messages if m.floor_id == floor.id]
-            kept_inputs = _kept_inputs(floor, None, trailing)
-            entries.extend(_input_entries(floor, own, kept_inputs, include_hidden=include_hidden))
+            kept_inputs = st_lines.kept_inputs(floor, None, trailing)
+            entries.extend(
+                st_lines.input_entries(floor, own, kept_inputs, include_hidden=include_hidden)
+            )
         legacy = session.settings.extra.get(ST_CHAT_SETTING)
         if record is not None:
             # A chat imported whole: its header goes back as it came (or no header, if it
@@ -355,143 +358,6 @@ def _note_role(entry: ChatEntry) -> MessageRole:
 
 def _text_or(value: object, default: str | None) -> str | None:
     return value if isinstance(value, str) and value else default
-
-
-def _ancestry(branch: Branch, branches: list[Branch]) -> list[str]:
-    """The branch's name, then its parent's, and so on (a fork of an imported chat exports
-    with that chat's header)."""
-    by_id = {b.id: b for b in branches}
-    names: list[str] = []
-    current: Branch | None = branch
-    while current is not None and current.name not in names:
-        names.append(current.name)
-        current = by_id.get(current.parent_id) if current.parent_id is not None else None
-    return names
-
-
-def _kept_inputs(floor: Floor, line_page: Page | None, trailing: object) -> list[object]:
-    """The kept lines of a floor's inputs: on its page 1, or (the failed floor an import
-    ends with) the trailing lines of the imported file."""
-    if line_page is not None:
-        found = line_page.meta.get(INPUTS_META)
-        return list(found) if isinstance(found, list) else []
-    if floor.state == "failed" and floor.error == TRAILING_INPUT_ERROR:
-        return list(trailing) if isinstance(trailing, list) else []
-    return []
-
-
-def _input_entries(
-    floor: Floor, messages: list[Message], kept: list[object], *, include_hidden: bool
-) -> list[ChatEntry]:
-    """The floor's input messages as lines (hidden ones only with ``include_hidden``)."""
-    out: list[ChatEntry] = []
-    inputs = [m for m in messages if m.page_id is None]
-    for index, m in enumerate(inputs):
-        hidden = floor.hidden or m.hidden
-        if include_hidden or not hidden:
-            line = kept[index] if index < len(kept) else None
-            out.append(_entry(m, is_user=m.role == "user", hidden=hidden, kept=line))
-    return out
-
-
-def _entry(
-    message: Message, *, is_user: bool, hidden: bool = False, kept: object = None
-) -> ChatEntry:
-    note = message.role in ("system", "narrator")
-    if is_full(kept):
-        assert isinstance(kept, Mapping)
-        extra = kept.get("extra")
-        return ChatEntry(
-            name=message.speaker_name or "",
-            is_user=is_user,
-            is_system=hidden or note,
-            text=message.raw,
-            send_date=parse_timestamp(kept.get("send_date")),
-            extra=dict(extra) if isinstance(extra, Mapping) else {},
-            raw=dict(kept),
-        )
-    return ChatEntry(
-        name=message.speaker_name or ("User" if is_user else ""),
-        is_user=is_user,
-        # SillyTavern marks hidden messages and system notes alike with is_system; a note
-        # carries its message type, which tells it from a hidden message on import.
-        is_system=hidden or note,
-        text=message.raw,
-        send_date=message.created_at,
-        extra={"type": NARRATOR_TYPE if message.role == "narrator" else NOTE_TYPE} if note else {},
-    )
-
-
-def _reply_entry(
-    reply: list[Message],
-    active: Page,
-    shown: list[Page],
-    texts: Mapping[int, str],
-    *,
-    line_page: Page | None,
-    hidden: bool,
-) -> ChatEntry:
-    """A floor's reply line: its shown pages as swipes, the kept line's fields (when it was
-    imported) under the engine's own."""
-    kept = line_page.meta.get(LINE_META) if line_page is not None else None
-    full = line_page is not None and is_full(kept)
-    raw: dict[str, Any] = dict(kept) if isinstance(kept, Mapping) else {}
-    had_swipes = line_page is not None and full and bool(line_page.meta.get(SWIPES_META))
-    infos = {p.number: _info(p) for p in shown}
-    if any(i is not None for i in infos.values()):
-        raw["swipe_info"] = []  # rebuilt from the pages below
-    send_date: datetime | None = reply[0].created_at
-    extra = _mapping(raw.get("extra"))
-    if full:
-        info = infos.get(active.number)
-        if active.number == _int(raw.get("swipe_id")) + 1:  # the page shown when imported
-            send_date = parse_timestamp(raw.get("send_date"))
-        elif info is not None:
-            # Another kept swipe shown now: its own date and extra, as SillyTavern swipes.
-            send_date = parse_timestamp(info.get("send_date")) or send_date
-            extra = _mapping(info.get("extra"))
-        else:
-            extra = {}  # a page made here: the kept line's extra was another swipe's
-    pages = tuple(
-        ChatPage(
-            text=texts[p.number], send_date=_page_date(p, infos[p.number]), info=infos[p.number]
-        )
-        for p in shown
-    )
-    swipes = pages if len(pages) > 1 or had_swipes else ()
-    return ChatEntry(
-        name=reply[0].speaker_name or "",
-        is_user=False,
-        is_system=hidden,
-        text="".join(m.raw for m in reply),
-        send_date=send_date,
-        swipes=swipes,
-        swipe_id=[p.number for p in shown].index(active.number) if swipes else 0,
-        extra=extra,
-        raw=raw,
-    )
-
-
-def _info(page: Page) -> Mapping[str, object] | None:
-    found = page.meta.get(SWIPE_INFO_META)
-    return found if isinstance(found, Mapping) else None
-
-
-def _mapping(value: object) -> dict[str, object]:
-    return dict(value) if isinstance(value, Mapping) else {}
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _page_date(page: Page, info: Mapping[str, object] | None) -> datetime | None:
-    """A swipe's date: its kept ``swipe_info`` date, else (a page made here) when it was."""
-    if info is not None:
-        return parse_timestamp(info.get("send_date"))
-    if LINE_META in page.meta:
-        return None
-    return page.created_at
 
 
 def _count_entries(book: object) -> int:

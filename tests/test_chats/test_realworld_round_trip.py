@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from adapters.storage import SqlStorage
+from engine.errors import EngineError
 from engine.turns.api import SessionKey
 from engine.turns.service import TavernService
+from engine.variables.values import MAX_KEY_LENGTH
 from tests.conftest import SHARED
 from tests.test_storage.conftest import storage
 from tests.test_turns.conftest import Recorder, offline_service
@@ -110,3 +112,28 @@ async def test_a_new_swipe_is_exported_beside_the_kept_fields(engine: TavernServ
     assert {k: v for k, v in out[-1].items() if k not in ("swipes", "swipe_info")} == {
         k: v for k, v in before.items() if k not in ("swipes", "swipe_info")
     }
+
+
+@pytest.mark.parametrize(
+    ("variables", "expected"),
+    [
+        ([1, 2], "chat_metadata.variables: expected an object, got"),
+        ({"x" * (MAX_KEY_LENGTH + 1): "1"}, "MAX_KEY_LENGTH"),
+    ],
+)
+async def test_bad_chat_variables_refuse_the_import_before_anything_is_stored(
+    engine: TavernService, variables: object, expected: str
+) -> None:
+    header = {"user_name": "Ann", "character_name": "Mira", "chat_metadata": {}}
+    header["chat_metadata"] = {"variables": variables}
+    reply = {"name": "Mira", "is_user": False, "mes": "Hello."}
+    data = "\n".join(json.dumps(line) for line in (header, reply)).encode()
+    await engine.open_session(KEY)
+    before = await engine.session_info(KEY)
+    with pytest.raises(EngineError) as info:
+        await engine.import_asset(KEY, "chat", "bad.jsonl", data)
+    assert expected in str(info.value) and "bad.jsonl" in str(info.value)
+    assert "\n" not in str(info.value)
+    after = await engine.session_info(KEY)
+    assert [b.name for b in after.branches] == [b.name for b in before.branches]
+    assert await engine.variables(KEY, "main", "chat") == {}

@@ -53,3 +53,17 @@ def test_the_chat_variables_are_the_sessions_chat_variables(cli: Cli) -> None:
         )
     out = objects(cli.ok("export", "chat", "--session", "vars"))
     assert out[0]["chat_metadata"]["variables"] == {**variables, "nsfw": "changed"}
+
+
+def test_chat_variables_that_are_not_an_object_refuse_the_file(cli: Cli) -> None:
+    path = cli.dir / "bad.jsonl"
+    header = {"user_name": "Ann", "chat_metadata": {"variables": "oops"}}
+    path.write_text(
+        "\n".join(json.dumps(o) for o in (header, {"name": "Mira", "mes": "Hi"})),
+        encoding="utf-8",
+    )
+    before = cli.dump()
+    code, _, err = cli("import", "chat", path, "--session", "bad")
+    assert code == 1 and "chat_metadata.variables: expected an object" in err
+    assert len(err.strip().splitlines()) == 1
+    assert cli.dump() == before
