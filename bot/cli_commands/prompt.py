@@ -12,11 +12,12 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from bot.cli_commands import Subcommands
-from engine.errors import FormatError
+from engine.errors import ConfigurationError, FormatError
 from engine.formats.cards import CharacterCard, parse_card
 from engine.formats.json_input import load_object, loads
 from engine.formats.preset import Preset, parse_preset
@@ -45,7 +46,7 @@ from engine.prompt.wi_sources import BookSource
 from engine.timeline.values import NewMessage
 from engine.turns.context import stored_input
 from engine.turns.greeting import greeting_line
-from engine.turns.notes import check_note
+from engine.turns.notes import check_note, note_from_chat_metadata
 
 # A dry run reads whole files into memory; refuse anything absurdly large.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -66,18 +67,17 @@ def register(sub: Subcommands) -> None:
     dry.add_argument("--user", default="User", help="the user's name ({{user}})")
     dry.add_argument("--message", required=True, help="the new user message")
     dry.add_argument("--max-context", type=int, help="context size in tokens (preset's if unset)")
-    default_note = AuthorNote()
-    dry.add_argument("--note", default=default_note.text, help="the Author's Note text")
+    # The note options override the --history chat's own note (its chat_metadata note_*),
+    # which overrides SillyTavern's default: no text, every turn, depth 4.
+    dry.add_argument("--note", help="the Author's Note text")
     dry.add_argument(
         "--note-interval",
         type=int,
-        default=default_note.interval,
         help="insert the note every N user messages (0: never; default 1, every turn)",
     )
     dry.add_argument(
         "--note-depth",
         type=int,
-        default=default_note.depth,
         help="messages from the end of the chat where the note goes (default 4)",
     )
     dry.add_argument("--mode", choices=MODES, default="compat_strict")
@@ -128,6 +128,42 @@ def read_history(path: Path, *, user_name: str) -> list[HistoryLine]:
             )
         )
     return lines
+
+
+def read_chat_note(path: Path) -> AuthorNote | None:
+    """The Author's Note kept in a SillyTavern chat's header (``chat_metadata.note_*``), or
+    None when the chat has no header or no note there."""
+    try:
+        with path.open("rb") as stream:
+            first = stream.readline(MAX_INPUT_BYTES)
+    except OSError as exc:
+        raise FormatError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+    if not first.strip():
+        return None
+    header = loads(first.decode("utf-8-sig", errors="strict"), source=str(path), field="line 1")
+    if not isinstance(header, Mapping) or "mes" in header:
+        return None
+    metadata = header.get("chat_metadata")
+    if not isinstance(metadata, Mapping):
+        return None
+    try:
+        return note_from_chat_metadata(metadata)
+    except ConfigurationError as exc:
+        raise FormatError(str(exc), source=str(path), field="line 1") from None
+
+
+def _author_note(args: argparse.Namespace) -> AuthorNote:
+    """The note of the dry run: the options over the chat's note over SillyTavern's default
+    (like a SillyTavern chat, a dry run always has one, so world info placed before/after it
+    shows where it would go)."""
+    note = (read_chat_note(args.history) if args.history else None) or AuthorNote()
+    if args.note is not None:
+        note = replace(note, text=args.note)
+    if args.note_interval is not None:
+        note = replace(note, interval=args.note_interval)
+    if args.note_depth is not None:
+        note = replace(note, depth=args.note_depth)
+    return check_note(note)
 
 
 def _scripts(
@@ -202,9 +238,7 @@ def build_result(args: argparse.Namespace) -> tuple[AssemblyResult, EngineMacros
         user_input=message,
         # Like a SillyTavern chat, the dry run always has a note: by default empty and due
         # every turn, so world info placed before/after it shows where it would go.
-        author_note=check_note(
-            AuthorNote(text=args.note, interval=args.note_interval, depth=args.note_depth)
-        ),
+        author_note=_author_note(args),
         books=books,
         mode=args.mode,
         max_context=args.max_context,

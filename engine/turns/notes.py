@@ -153,6 +153,45 @@ def check_note_setting(value: Any) -> None:
         note_from_json(value)
 
 
+ST_NOTE_KEYS: Final[Mapping[str, str]] = {
+    "note_prompt": "text",
+    "note_interval": "interval",
+    "note_position": "position",
+    "note_depth": "depth",
+    "note_role": "role",
+}
+"""SillyTavern's ``chat_metadata`` keys of a chat's note, with the note field each one sets
+(positions and roles in SillyTavern's numbers, which the assembler uses too)."""
+
+
+def note_from_chat_metadata(metadata: Mapping[str, Any]) -> AuthorNote | None:
+    """The note a SillyTavern chat keeps in its ``chat_metadata`` (None when it has no
+    ``note_*`` key; keys left out take SillyTavern's defaults). ConfigurationError naming the
+    key when a value is not one SillyTavern writes."""
+    found = {key: metadata[key] for key in ST_NOTE_KEYS if key in metadata}
+    if not found:
+        return None
+    fields: dict[str, Any] = {}
+    for key, value in found.items():
+        name = ST_NOTE_KEYS[key]
+        if name == "text":
+            if not isinstance(value, str):
+                raise ConfigurationError(f"chat_metadata.{key} must be text, not {value!r}")
+            fields[name] = value
+            continue
+        # SillyTavern stores JavaScript numbers: 4.0 is 4.
+        number = value
+        if isinstance(value, float) and value.is_integer():
+            number = int(value)
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise ConfigurationError(f"chat_metadata.{key} must be a whole number, not {value!r}")
+        fields[name] = number
+    try:
+        return check_note(AuthorNote(**fields))
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"chat_metadata note settings: {exc}") from None
+
+
 def session_note(settings: SessionSettings) -> AuthorNote | None:
     """The session's note, or None when it has none. A stored value that no longer reads
     (edited by hand) counts as no note: a turn must not fail over it, and setting a note

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from engine.prompt.inputs import AuthorNote
+from engine.turns.notes import note_from_chat_metadata
 from tests.conftest import ROOT, SHARED
 from tests.test_worldinfo.test_author_note_positions import AN_TOP_BOOK
 
@@ -105,3 +107,60 @@ def test_a_bad_note_option_is_one_clear_line(tmp_path: Path) -> None:
     assert code == 1
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "interval" in lines[0] and "Traceback" not in err
+
+
+def _chat_with_note(where: Path, **note: object) -> Path:
+    """The real chat with its header's note settings changed (written to a temporary file)."""
+    lines = HISTORY.read_text("utf-8").splitlines()
+    header = json.loads(lines[0])
+    header["chat_metadata"].update(note)
+    path = where / "chat.jsonl"
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]), encoding="utf-8")
+    return path
+
+
+def _with_history(where: Path, history: Path, *extra: str) -> tuple[int, Any, str]:
+    return _dry_run(where, "--history", str(history), *extra)
+
+
+def test_the_chat_header_note_is_the_dry_runs_note(tmp_path: Path) -> None:
+    # The real chat's own note: SillyTavern's default (empty text, interval 1, depth 4).
+    assert (
+        json.loads(HISTORY.read_text("utf-8").splitlines()[0])["chat_metadata"]["note_interval"]
+        == 1
+    )
+    off = _chat_with_note(tmp_path, note_interval=0)
+    code, data, err = _with_history(tmp_path, off)
+    assert code == 0 and data is not None, err
+    assert len(data["world_info"]) == 20 and _world_messages(data) == []
+    # An option overrides the chat's setting.
+    code, data, err = _with_history(tmp_path, off, "--note-interval", "1")
+    assert code == 0 and data is not None, err
+    (index,) = _world_messages(data)
+    assert _depth(data, index) == 4
+    shallow = _chat_with_note(tmp_path, note_depth=1.0, note_prompt="Stay in Skyrim.")
+    code, data, err = _with_history(tmp_path, shallow)
+    assert code == 0 and data is not None, err
+    (index,) = _world_messages(data)
+    assert _depth(data, index) == 1
+    assert data["messages"][index]["content"].endswith("\nStay in Skyrim.")
+
+
+def test_a_bad_chat_header_note_is_one_clear_line(tmp_path: Path) -> None:
+    bad = _chat_with_note(tmp_path, note_depth="deep")
+    code, _, err = _with_history(tmp_path, bad)
+    assert code == 1 and "Traceback" not in err
+    (line,) = err.strip().splitlines()
+    assert "chat.jsonl" in line and "note_depth" in line
+
+
+def test_every_real_chat_header_note_reads() -> None:
+    chats = sorted((SHARED / "realworld" / "chats").glob("*.jsonl"))
+    notes = {}
+    for path in chats:
+        header = json.loads(path.read_text("utf-8").splitlines()[0])
+        metadata = header.get("chat_metadata") if isinstance(header, dict) else None
+        notes[path.name] = note_from_chat_metadata(metadata or {})
+    # Every real chat that keeps a note keeps SillyTavern's default one.
+    assert set(notes.values()) == {None, AuthorNote()}
+    assert notes["mgb_Odahviing.jsonl"] == AuthorNote()
