@@ -8,6 +8,7 @@ become the session's chat-scope variables, and the export writes the current one
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from adapters.console.frontend import ConsoleFrontend
 from adapters.storage import SqlStorage
 from engine.errors import EngineError
 from engine.turns.api import SessionKey
@@ -137,3 +139,19 @@ async def test_bad_chat_variables_refuse_the_import_before_anything_is_stored(
     after = await engine.session_info(KEY)
     assert [b.name for b in after.branches] == [b.name for b in before.branches]
     assert await engine.variables(KEY, "main", "chat") == {}
+
+
+async def test_the_console_shows_an_imported_chats_variables(engine: TavernService) -> None:
+    """``/import FILE chat``, then ``/vars chat`` and ``{{getvar}}`` as a console user sees."""
+    variables = objects(await asyncio.to_thread(WITH_VARIABLES.read_bytes))[0]["chat_metadata"][
+        "variables"
+    ]
+    console_key = SessionKey(platform="console", realm="local", key="vars")
+    await engine.open_session(console_key)
+    out = io.StringIO()
+    console = ConsoleFrontend(service=engine, key=console_key, user="Ann", out=out, jsonl=True)
+    for line in (f"/import {WITH_VARIABLES} chat", "/vars chat"):
+        assert await console.handle_line(line)
+    rows = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert {"type": "vars", "scope": "chat", "vars": variables} in rows
+    assert await engine.preview(console_key, "main", "{{getvar::geshi}}") == variables["geshi"]
