@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
@@ -20,9 +19,10 @@ from hypothesis import strategies as st
 from engine.macros.envjson import run_case
 from engine.macros.processing import preprocess
 from tests.conformance.macros.test_vectors import DEVIATIONS
+from tests.conftest import CONFORMANCE
 from tests.test_macros.util import codes, run, text
 
-VECTORS_DIR = Path(__file__).resolve().parents[1] / "conformance" / "macros"
+VECTORS_DIR = CONFORMANCE
 VECTOR_FILES = ("st_upstream_macro_tests.jsonl", "st_language.jsonl", "th_core_profile.jsonl")
 #: Outputs that depend on a macro's offset or on chance, which an injected tag would shift.
 _POSITIONAL = re.compile(r"pick|random|roll", re.IGNORECASE)
