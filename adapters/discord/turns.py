@@ -139,6 +139,37 @@ class Turns:
         self.floor_s += asyncio.get_running_loop().time() - begun
         await self._link_inputs(replace(place, branch=view.branch), view.floor, lines)
 
+    async def greet(self, place: Place, *, user_name: str, speaker_id: str) -> ReplyView | None:
+        """Open the place's branch with the character's greeting (SillyTavern's new chat opens
+        with the card's first message), posted as the character like any reply and linked to
+        floor 1, so reactions swipe its alternates. Nothing when the branch has a floor already
+        (greeted before, in this run or an earlier one) or the card has no greeting.
+        ``speaker_id`` (who opened the chat) may react on it as on their own floor's reply."""
+        binding = await self.sessions.binding(place.key)
+        if binding is None:
+            return None
+        await self.sessions.ensure_branch(place, binding)
+        async with self.branch_lock(place.key, place.branch):
+            try:
+                view = await self.service.greet(place.key, place.branch, user_name=user_name)
+            except EngineError as exc:
+                _log.warning("no greeting in %s: %s", place.key, exc)
+                return None
+            if view is None:
+                return None
+            binding.character, binding.avatar_url = view.character, view.avatar_url
+            stream = await self._stream(place, binding, previous=None)
+            record = ReplyRecord(
+                replace(place, branch=view.branch),
+                view.floor,
+                view.page,
+                view.pages,
+                frozenset({speaker_id}),
+                Delivered(),
+            )
+            await self._deliver(stream, record, view)
+        return view
+
     async def _link_inputs(self, place: Place, floor: int, lines: list[UserLine]) -> None:
         """Link the users' messages to their floor (reactions and deletions find it)."""
         for line in lines:

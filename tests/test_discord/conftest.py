@@ -14,7 +14,7 @@ import pytest
 
 from adapters.discord.options import DiscordOptions
 from adapters.discord.runner import DiscordRunner
-from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
+from engine.turns.api import MAIN_BRANCH, OnText, ReplyView, SessionKey, UserLine
 from engine.turns.options import SessionDefaults
 from tests.fakes.discord import Channel, FakeDiscord, Guild, Limits, Role, User
 from tests.fakes.discord.world import (
@@ -81,6 +81,15 @@ class PacedService(FakeRoleplayService):
     ) -> ReplyView:
         await asyncio.sleep(self.model_delay_s)
         return await super().regenerate(key, branch, on_text=self._paced(on_text))
+
+    async def greet(
+        self, key: SessionKey, branch: str = MAIN_BRANCH, *, user_name: str = "User"
+    ) -> ReplyView | None:
+        """Nothing: the cards these tests import (:func:`card`) have a name only, so no
+        greeting, as a real card without ``first_mes``. The greeting itself is tested on the
+        real engine (test_real_engine_greeting.py)."""
+        self.calls.append(("greet", (key, branch, user_name)))
+        return None
 
     def respond_calls(self) -> list[Any]:
         """The arguments of every respond() call."""

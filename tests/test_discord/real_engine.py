@@ -48,7 +48,9 @@ CARD = (
                 "description": "A water goddess who keeps the tavern. Mood: {{getvar::mood}}.",
                 "personality": "cheerful",
                 "scenario": "The Tavern at the Crossroads.",
-                "first_mes": "Welcome, traveller!",
+                # No greeting: the tests of other things count the replies to their own
+                # messages (the greeting's tests use a card of their own).
+                "first_mes": "",
                 "mes_example": "",
             },
         }

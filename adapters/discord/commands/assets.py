@@ -18,6 +18,7 @@ from adapters.discord.commands.context import (
     Completer,
     answer,
     asset_completer,
+    greet,
     imported,
     place_of_interaction,
     require_binding,
@@ -101,6 +102,9 @@ def build_assets(deps: CommandDeps) -> list[app_commands.Group]:
             name = await imported(deps, place, "card", name)
             binding = await deps.sessions.bind(place.key, character=name)
             await answer(interaction, f"🎭 **{binding.character or name}** plays here now.")
+            # A chat with no message yet opens with the new character's greeting; one that
+            # has begun goes on as it is (SillyTavern greets new chats only).
+            await greet(deps, interaction, place)
 
     @character.command(name="info", description="Character, preset and world books in use")
     async def character_info(interaction: discord.Interaction) -> None:

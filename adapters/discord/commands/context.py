@@ -17,11 +17,11 @@ from typing import Any, Protocol
 import discord
 from discord import app_commands
 
-from adapters.discord.convert import Place, library_key, place_of
+from adapters.discord.convert import Place, library_key, place_of, speaker_of
 from adapters.discord.personas import Personas
 from adapters.discord.sessions import Binding, Sessions
 from engine.errors import NotFoundError
-from engine.turns.api import AssetKind, RoleplayService, SessionKey
+from engine.turns.api import AssetKind, ReplyView, RoleplayService, SessionKey
 
 ANSWER_LIMIT = 1_900  # leaves room under Discord's 2000 for a "truncated" note
 MAX_CHOICES = 25  # Discord's autocomplete limit
@@ -32,10 +32,15 @@ NEEDS_GM = "You need the **{role}** role or Manage Server for that."
 
 
 class SessionCaches(Protocol):
-    """What a command needs of the running turns: dropping what they keep of a session."""
+    """What a command needs of the running turns: dropping what they keep of a session, and
+    opening a new chat with the character's greeting."""
 
     def forget_session(self, key: SessionKey) -> None:
         """Forget the cached state of the session ``key`` (after a reset)."""
+
+    async def greet(self, place: Place, *, user_name: str, speaker_id: str) -> ReplyView | None:
+        """Post the character's greeting as floor 1 of the place's branch when it has no floor
+        yet and the card has a greeting; None otherwise."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +87,15 @@ def require_game_master(deps: CommandDeps, interaction: discord.Interaction) -> 
     """Raise CommandRefused unless the caller may write."""
     if not is_game_master(interaction, deps.game_master_role):
         raise CommandRefused(NEEDS_GM.format(role=deps.game_master_role))
+
+
+async def greet(deps: CommandDeps, interaction: discord.Interaction, place: Place) -> None:
+    """Open a new chat as SillyTavern does: the character's greeting as its first message,
+    addressed to the caller (their persona's name for ``{{user}}``). Posts nothing when the
+    place's branch has a floor already or the card has no greeting."""
+    await deps.personas.load(place.key, [str(interaction.user.id)])
+    speaker = speaker_of(interaction.user, deps.personas.names(place.key.realm))
+    await deps.turns.greet(place, user_name=speaker.name, speaker_id=speaker.id)
 
 
 async def require_binding(deps: CommandDeps, place: Place) -> Binding:

@@ -15,6 +15,7 @@ from adapters.discord.commands.context import (
     answer,
     as_file,
     asset_completer,
+    greet,
     imported,
     place_of_interaction,
     require_binding,
@@ -81,6 +82,7 @@ def build_tavern(deps: CommandDeps) -> app_commands.Group:
                 f"🎭 **{binding.character or character}** plays here now{using} "
                 f"(replies: {binding.policy}). Session `{place.key.realm}/{place.key.key}`.",
             )
+            await greet(deps, interaction, place)
 
     @group.command(name="stop", description="Stop playing here; the story is kept (game master)")
     async def stop(interaction: discord.Interaction) -> None:
