@@ -56,6 +56,7 @@ def register(sub: Subcommands) -> None:
     search.set_defaults(handler=_run(_search))
 
     forget = inner.add_parser("forget", help="deprecate one memory on every branch")
+    forget.add_argument("--session", help="console session name the memory must belong to")
     forget.add_argument("id", help="memory id (from list)")
     forget.set_defaults(handler=_run(_forget))
 
@@ -214,6 +215,14 @@ async def _search(args: argparse.Namespace, opened: _Opened) -> int:
 async def _forget(args: argparse.Namespace, opened: _Opened) -> int:
     from engine.errors import NotFoundError
 
+    if args.session is not None:
+        # With a session named, the memory must be one of its own (as ``list --all`` shows).
+        view = await _session_view(opened, args.session)
+        owned = await opened.memory.list_records(
+            view.realm_id, view.session_id, include_inactive=True
+        )
+        if args.id not in {r.id for r in owned}:
+            raise NotFoundError(f"no memory with id {args.id!r} in session {args.session!r}")
     record = await opened.memory.forget(args.id, reason="forgotten by command")
     if record is None:
         raise NotFoundError(f"no memory with id {args.id!r}")
