@@ -5,7 +5,8 @@ Build a :class:`DiscordRunner` with a :class:`~engine.turns.api.RoleplayService`
 
 - A bound channel is a session (``/tavern start`` with a character the guild imported, or
   ``channels`` in the options); its threads are branches; a DM is a private session when
-  ``allow_dms`` is on.
+  ``allow_dms`` is on. A new chat opens with the card's greeting, posted as the character by
+  ``/tavern start`` (or ``/character set`` before anyone has written) and stored as floor 1.
 - Deleting a message hides its floor or page; ``/session export`` still writes it (marked
   ``is_system``, as SillyTavern marks hidden messages) unless ``include_hidden`` is off.
 - Replies go through one webhook per channel with the character's name and avatar (the bot with

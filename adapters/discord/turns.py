@@ -7,7 +7,8 @@ floor and page in the service, so reactions, threads and deletions find their wa
 that Discord refused after every retry is kept and delivered again later; it is never generated
 a second time. A turn that fails (the model returned no text, an error) says so where the reply
 would have been; its floor keeps the input, and 🔄 on the notice (or on the input) retries it,
-turning the notice into the reply.
+turning the notice into the reply. A new chat's first floor is the card's greeting
+(:meth:`Turns.greet`), posted and linked like any reply.
 """
 
 from __future__ import annotations

@@ -188,3 +188,25 @@ async def test_without_webhooks_the_bot_posts_the_greeting_under_the_name(
         "**Mira**\nThe fire crackles. Welcome, Gwen!\n-# ‹ 1/2 ›"
     ]
     assert fake.webhooks == {}
+
+
+async def test_after_a_restart_the_greetings_message_still_finds_its_floor(
+    fake: FakeDiscord, world: World, start_real: RealStarter, engine: Engine
+) -> None:
+    runner = await start_real()
+    await _import_mira(fake, world)
+    await _start(fake, world)
+    greeting = webhook_replies(fake, world.rp.id)[0]
+    await runner.close()
+    await engine.close()
+    await engine.open()
+    await start_real()
+    # The floor has no speaker of its own: a member with Manage Messages may swipe it.
+    await fake.react(greeting, world.mod, "▶️")
+    await fake.wait_for(
+        lambda: webhook_replies(fake, world.rp.id)[0]["content"].startswith("Back again"),
+        what="the alternate greeting after the restart",
+    )
+    assert webhook_replies(fake, world.rp.id)[0]["content"] == "Back again, Gwen?\n-# ‹ 2/2 ›"
+    history = await engine.svc.history(key_of(world), "main")
+    assert [(v.floor, v.page, v.pages) for v in history] == [(1, 2, 2)]
