@@ -27,10 +27,11 @@ from pydantic import SecretStr
 from adapters.console.frontend import ConsoleFrontend
 from adapters.llm import OFFLINE_ANNOUNCEMENT, ChatModelPool
 from adapters.secrets import build_secret_cipher
-from adapters.storage import SqlStorage, open_storage
+from adapters.storage import SqlStorage
 from bot.config import Settings
 from bot.events import EventBus
 from bot.scheduler import build_memory_service, session_memory_on, start_memory_jobs
+from bot.startup import open_database
 from engine.ports import ChatModel
 from engine.turns.api import AssetKind, SessionKey
 from engine.turns.profiles import ENVIRONMENT_KEY_VARIABLE, LLMProfile, environment_profile
@@ -89,7 +90,7 @@ class Application:
 
     async def __aenter__(self) -> Application:
         try:
-            self.storage = await open_storage(
+            self.storage = await open_database(
                 self.settings.database.url, echo=self.settings.database.echo
             )
             self.stack.push_async_callback(self.storage.close)

@@ -1,8 +1,10 @@
 """The ``tavernbot`` command line.
 
 Each command group lives in its own module under :mod:`bot.cli_commands` and exposes
-``register(subparsers)``; this module lists them, parses, and maps errors to exit codes:
-0 success, 1 failure, 2 bad configuration or usage.
+``register(subparsers)``; this module lists them, parses, and maps errors to exit codes
+(one line on standard error, never a traceback, for every expected failure):
+0 success, 1 failure, 2 bad configuration or usage (a refused token among them),
+3 a service could not be reached (the database, Telegram, Discord), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -28,12 +30,16 @@ from bot.cli_commands import (
     run,
 )
 from bot.config import ConfigError, Settings, load_settings
-from engine.errors import EngineError
+from engine.errors import ConfigurationError as EngineConfigurationError
+from engine.errors import EngineError, UnavailableError
 from engine.redaction import RedactingFilter
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+"""A service the bot needs (the database, a platform API) could not be reached."""
+EXIT_INTERRUPTED = 130
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 """What a command's parser sets as ``handler``: runs the command, returns its exit code."""
@@ -109,11 +115,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"tavernbot: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except EngineConfigurationError as exc:
+        print(f"tavernbot: configuration error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except UnavailableError as exc:
+        print(f"tavernbot: {exc}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     except EngineError as exc:
         print(f"tavernbot: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -33,6 +33,13 @@ class ConfigurationError(EngineError):
     """A setting, binding or profile the engine cannot work with."""
 
 
+class UnavailableError(EngineError):
+    """A service the bot needs at start-up (the database, a platform API) cannot be reached.
+
+    The message says what failed, where and what to try, in one line.
+    """
+
+
 class NotFoundError(EngineError):
     """Something addressed by id or name does not exist (or is not visible to the caller)."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 
 from bot.cli_commands import Subcommands
 
@@ -16,17 +17,32 @@ def register(sub: Subcommands) -> None:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    from adapters.storage import upgrade
     from bot.cli import settings_from
 
     settings = settings_from(args)
-    upgrade(settings.database.url)
-    print(f"database is up to date: {_redact(settings.database.url)}")
+    print(asyncio.run(upgrade_database(settings.database.url)))
     return 0
 
 
-def _redact(url: str) -> str:
-    """The URL without its password, for printing."""
-    from sqlalchemy.engine import make_url
+async def upgrade_database(url: str) -> str:
+    """Migrate database ``url`` to the newest schema; returns what was done, in one line
+    (UnavailableError when the database cannot be opened)."""
+    from adapters.storage import create_engine
+    from adapters.storage.migrate import current_revision, head_revision, upgrade_engine
+    from bot.startup import database_errors, shown_url
 
-    return make_url(url).render_as_string(hide_password=True)
+    shown = shown_url(url)
+    head = head_revision()
+    with database_errors(url):
+        engine = create_engine(url)
+        try:
+            before = await current_revision(engine)
+            if before != head:
+                await upgrade_engine(engine)
+        finally:
+            await engine.dispose()
+    if before is None:
+        return f"created the database at {shown} (schema {head})"
+    if before == head:
+        return f"database is up to date: {shown} (schema {head})"
+    return f"upgraded the database at {shown} from schema {before} to {head}"

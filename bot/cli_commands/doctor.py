@@ -85,7 +85,13 @@ async def _database(url: str, report: Report) -> None:
     from adapters.storage.migrate import current_revision, head_revision
 
     shown = redact_url(make_url(url).render_as_string(hide_password=True))
-    engine = create_engine(url)
+    try:
+        engine = create_engine(url)  # makes a SQLite database's folder, which can fail
+    except (OSError, ValueError) as exc:
+        from bot.startup import database_failure
+
+        report.fail("database", str(database_failure(url, exc)))
+        return
     try:
         current = await asyncio.wait_for(current_revision(engine), ENDPOINT_TIMEOUT_S)
     except Exception as exc:  # any driver error is reported, not raised

@@ -148,14 +148,14 @@ async def open_service(settings: Settings) -> AsyncIterator[tuple[SqlStorage, Ta
     not run crash recovery or memory jobs, which would fail the turns of a bot running on the
     same database right now. No model is ever called here.
     """
-    from adapters.storage import open_storage
     from bot.app import Application
+    from bot.startup import open_database
     from engine.turns.service import TavernService
 
     def no_model(profile: object) -> Any:
         raise RuntimeError("import and export never call a model")
 
-    storage = await open_storage(settings.database.url, echo=settings.database.echo)
+    storage = await open_database(settings.database.url, echo=settings.database.echo)
     try:
         profile = Application(settings).default_profile()
         yield storage, TavernService(storage, model_for=no_model, default_profile=profile)

@@ -98,11 +98,11 @@ def _run(action: Action) -> Callable[[argparse.Namespace], int]:
 
 
 async def _with_services(settings: Settings, args: argparse.Namespace, action: Action) -> int:
-    from adapters.storage import open_storage
     from bot.scheduler import build_memory_service
+    from bot.startup import open_database
     from engine.timeline.service import TimelineService
 
-    storage = await open_storage(settings.database.url)
+    storage = await open_database(settings.database.url)
     model: ClosableChatModel | None = None
     try:
         if not settings.uses_offline_model:
