@@ -194,7 +194,7 @@ class ConsoleFrontend:
             case "/branches":
                 info = await self.service.session_info(self.key)
                 names = ", ".join(
-                    f"{b.name}{'*' if b.name == self.branch else ''} ({b.floors} floors)"
+                    f"{b.name}{'*' if b.name == self.branch else ''} ({b.floors_text})"
                     for b in info.branches
                 )
                 self._emit("info", message=f"branches: {names}")
@@ -239,7 +239,7 @@ class ConsoleFrontend:
     async def _info(self) -> None:
         info = await self.service.session_info(self.key)
         options = self._option_values(info)
-        branches = ", ".join(f"{b.name} ({b.floors} floors)" for b in info.branches)
+        branches = ", ".join(f"{b.name} ({b.floors_text})" for b in info.branches)
         books = ", ".join(info.worldbooks) or "(none)"
         lines = [
             f"session {info.key.key}: character {info.character or '(default)'}, "

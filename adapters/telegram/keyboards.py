@@ -83,7 +83,7 @@ def branches_keyboard(branches: Sequence[BranchInfo], current: str) -> InlineKey
     rows = []
     for info in [b for b in branches if _fits(b.name)][:BRANCHES_SHOWN]:
         mark = "✅ " if info.name == current else ""
-        label = f"{mark}{info.name} ({info.floors} floors)"
+        label = f"{mark}{info.name} ({info.floors_text})"
         rows.append(
             [InlineKeyboardButton(text=label, callback_data=_packed(BranchData(branch=info.name)))]
         )

@@ -93,6 +93,11 @@ class BranchInfo:
     fork_floor: int | None
     floors: int
 
+    @property
+    def floors_text(self) -> str:
+        """The count as people write it: "1 floor", "2 floors"."""
+        return f"{self.floors} floor" + ("" if self.floors == 1 else "s")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionInfo:

@@ -51,7 +51,7 @@ async def test_console_commands_on_the_engine(
         ("main", 2),
     ]
     infos = [r["message"] for r in rows if r["type"] == "info"]
-    assert any(m.startswith("branches: main (2 floors), main-1* (1 floors)") for m in infos)
+    assert any(m.startswith("branches: main (2 floors), main-1* (1 floor)") for m in infos)
     assert any(m == "imported worldbook 'town'" for m in infos)
     dry = json.loads(next(m for m in infos if m.startswith("{")))
     assert any("Warm." in m["content"] for m in dry["messages"])

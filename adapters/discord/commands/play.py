@@ -108,7 +108,7 @@ def build_session(deps: CommandDeps) -> app_commands.Group:
             binding = await require_binding(deps, place)
             found = await service.session_info(place.key)
             branches = ", ".join(
-                f"`{b.name}` ({b.floors} floors"
+                f"`{b.name}` ({b.floors_text}"
                 + (f", from `{b.parent}` after {b.fork_floor}" if b.parent else "")
                 + ")"
                 for b in found.branches

@@ -216,7 +216,7 @@ def build(frontend: Frontend) -> Router:
     async def info(message: Message, bot: Bot, where: Where, cmd: CommandObject) -> None:
         found = await service.session_info(where.key)
         branches = ", ".join(
-            f"{b.name} ({b.floors} floors"
+            f"{b.name} ({b.floors_text}"
             + (f", from {b.parent} after {b.fork_floor}" if b.parent else "")
             + ")"
             for b in found.branches
