@@ -28,7 +28,7 @@ from adapters.console.frontend import ConsoleFrontend
 from adapters.llm import OFFLINE_ANNOUNCEMENT, ChatModelPool
 from adapters.secrets import build_secret_cipher
 from adapters.storage import SqlStorage
-from bot.config import Settings
+from bot.config import Settings, database_location
 from bot.events import EventBus
 from bot.scheduler import build_memory_service, session_memory_on, start_memory_jobs
 from bot.startup import open_database
@@ -301,8 +301,15 @@ async def _until(stop: asyncio.Event, *tasks: asyncio.Task[Any]) -> None:
             await waiter
 
 
+def announce_database(settings: Settings) -> None:
+    """One line on standard error saying where the turns are kept (standard output stays the
+    chat's, so ``--jsonl`` is unchanged)."""
+    print(f"tavernbot: database {database_location(settings.database.url)}", file=sys.stderr)
+
+
 async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | None = None) -> int:
     """``tavernbot run``: every configured platform in one process, the console when none."""
+    announce_database(settings)
     async with Application(settings) as app, AsyncExitStack() as fronts:
         started: list[str] = []
         if _secret(settings.discord.token):
@@ -349,6 +356,7 @@ async def chat(
 ) -> int:
     """``tavernbot chat``: play one console session until the input ends or ``/quit``."""
     key = SessionKey(platform="console", realm=CONSOLE_REALM, key=session)
+    announce_database(settings)
     async with Application(settings, recover_only=key) as app:
         frontend = await open_console(
             app,

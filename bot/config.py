@@ -3,7 +3,10 @@
 The file is optional (every key has a default); secrets and endpoints can come from the
 environment instead (``DISCORD_TOKEN``, ``TELEGRAM_TOKEN``, ``LLM_BASE_URL``, ``LLM_API_KEY``,
 ``LLM_MODEL``, ``DATABASE_URL``, ``TAVERNBOT_SECRET_KEY``, and ``TAVERNBOT_SESSION_<KEY>`` for
-each key of ``[session]``), which win over the file. A bad
+each key of ``[session]``), which win over the file: a value set in the file and the same
+value set by its variable mean the same thing. :meth:`Settings.source` names where each value
+came from (the variable, the file, or the default). The database defaults to a file in the
+user's data directory (``platformdirs``), whatever the working directory. A bad
 value raises :class:`ConfigError` whose message names the key, the value and what is allowed;
 the CLI turns it into exit code 2.
 """
@@ -16,10 +19,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from platformdirs import user_data_dir
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     ValidationInfo,
@@ -27,11 +32,37 @@ from pydantic import (
 )
 
 from engine.errors import ConfigurationError
-from engine.redaction import redact_text
+from engine.redaction import redact_text, redact_url
 from engine.turns.options import MAX_MEMORY_BUDGET, SessionDefaults, parse_option
 
 DEFAULT_CONFIG_FILE = Path("tavernbot.toml")
-DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/tavernbot.db"
+APP_NAME: Final = "tavernbot"
+"""The directory name under the user's data directory (``platformdirs``)."""
+DATABASE_FILE_NAME: Final = "tavernbot.db"
+"""The SQLite file of the default database, in :func:`default_database_path`'s directory."""
+DEFAULT_SOURCE: Final = "default"
+"""How :meth:`Settings.source` names a value nobody set."""
+
+
+def default_database_path() -> Path:
+    """Where the database lives when no ``[database] url`` / ``DATABASE_URL`` is given: the
+    user's data directory, so every working directory shares one database."""
+    return Path(user_data_dir(APP_NAME, appauthor=False)) / DATABASE_FILE_NAME
+
+
+def default_database_url() -> str:
+    """The SQLAlchemy URL of :func:`default_database_path`."""
+    return f"sqlite+aiosqlite:///{default_database_path()}"
+
+
+def database_location(url: str) -> str:
+    """The database as a person would name it: the file path of a SQLite URL, the URL (with
+    its password hidden) otherwise."""
+    sqlite = "sqlite+aiosqlite:///"
+    if url.startswith(sqlite):
+        return str(Path(url.removeprefix(sqlite).partition("?")[0]).expanduser())
+    return redact_url(url)
+
 
 ENV_OVERRIDES: Mapping[str, tuple[str, str]] = {
     "DISCORD_TOKEN": ("discord", "token"),
@@ -65,7 +96,7 @@ class _Section(BaseModel):
 class DatabaseSettings(_Section):
     """Where every turn is kept."""
 
-    url: str = DEFAULT_DATABASE_URL
+    url: str = Field(default_factory=default_database_url)
     echo: bool = False
 
     @field_validator("url")
@@ -80,6 +111,7 @@ class LLMSettings(_Section):
     """The model endpoint; ``offline`` needs no network and answers deterministically."""
 
     provider: Literal["openai", "offline"] = "offline"
+    """Unset, it becomes "openai" as soon as ``base_url`` is given (file or environment)."""
     base_url: str | None = None
     api_key: SecretStr | None = None
     model: str = "gpt-4o-mini"
@@ -181,6 +213,18 @@ class Settings(_Section):
     console: ConsoleSettings = ConsoleSettings()
     session: SessionSection = SessionSection()
     security: SecuritySettings = SecuritySettings()
+    _sources: dict[tuple[str, str], str] = PrivateAttr(default_factory=dict)
+    _config_file: Path | None = PrivateAttr(default=None)
+
+    @property
+    def config_file(self) -> Path | None:
+        """The config file that was read, or None (defaults and environment only)."""
+        return self._config_file
+
+    def source(self, section: str, key: str) -> str:
+        """Where ``[section] key`` came from: ``environment variable NAME``, the config file's
+        path, or ``default``."""
+        return self._sources.get((section, key), DEFAULT_SOURCE)
 
     @property
     def uses_offline_model(self) -> bool:
@@ -208,8 +252,12 @@ def load_settings(
             raise ConfigError(f"{path}: config file not found") from exc
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-    # A provider left unset becomes "openai" as soon as an endpoint is given by the env.
-    origins: dict[tuple[str, str], str] = {}
+    origins: dict[tuple[str, str], str] = {
+        (section, key): source
+        for section, table in raw.items()
+        if isinstance(table, dict)
+        for key in table
+    }
     for var, (section, key) in ENV_OVERRIDES.items():
         value = env.get(var)
         if value:
@@ -220,12 +268,19 @@ def load_settings(
                 )
             target[key] = value
             origins[(section, key)] = f"environment variable {var}"
-            if var == "LLM_BASE_URL" and "provider" not in target:
-                target["provider"] = "openai"
+    # A provider left unset becomes "openai" as soon as an endpoint is given, by the file or
+    # by the environment alike; the provider then comes from wherever the endpoint came from.
+    llm = raw.get("llm")
+    if isinstance(llm, dict) and llm.get("base_url") and "provider" not in llm:
+        llm["provider"] = "openai"
+        origins[("llm", "provider")] = origins[("llm", "base_url")]
     try:
-        return Settings.model_validate(raw)
+        settings = Settings.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, source, origins)) from None
+    settings._sources.update(origins)
+    settings._config_file = path
+    return settings
 
 
 def _describe(exc: ValidationError, source: str, origins: Mapping[tuple[str, str], str]) -> str:

@@ -1,4 +1,5 @@
-"""``tavernbot config check``: validate the configuration and say what will run."""
+"""``tavernbot config check``: validate the configuration and say what will run, and where
+each value came from (the config file, an environment variable, or the default)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ def register(sub: Subcommands) -> None:
 
 def _check(args: argparse.Namespace) -> int:
     from bot.cli import settings_from
+    from bot.config import database_location
 
     settings = settings_from(args)
     platforms = [
@@ -28,12 +30,24 @@ def _check(args: argparse.Namespace) -> int:
         )
         if token is not None
     ]
-    print(f"database: {redact_url(settings.database.url)}")
-    base_url = settings.llm.base_url
+    print(f"config file: {settings.config_file or 'none (defaults and environment)'}")
     print(
-        "model: offline provider"
-        if settings.uses_offline_model or base_url is None
-        else f"model: {settings.llm.model} at {redact_url(base_url)}"
+        f"database: {database_location(settings.database.url)} "
+        f"(from {settings.source('database', 'url')})"
     )
+    base_url = settings.llm.base_url
+    if settings.uses_offline_model or base_url is None:
+        why = (
+            f"provider = 'offline' from {settings.source('llm', 'provider')}"
+            if base_url
+            else "no base_url"
+        )
+        print(f"model: offline provider ({why})")
+    else:
+        print(
+            f"model: {settings.llm.model} at {redact_url(base_url)} "
+            f"(base_url from {settings.source('llm', 'base_url')}, "
+            f"model from {settings.source('llm', 'model')})"
+        )
     print(f"platforms: {', '.join(platforms) or 'none (console)'}")
     return 0

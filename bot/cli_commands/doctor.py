@@ -59,13 +59,13 @@ def _doctor(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except ConfigError as exc:
         report.fail("config", str(exc))
         return 1
-    report.ok("config", f"loaded ({args.config or 'defaults and environment'})")
+    report.ok("config", f"loaded ({settings.config_file or 'no file: defaults and environment'})")
     return asyncio.run(check(settings, report))
 
 
 async def check(settings: Settings, report: Report) -> int:
     """Run every check; returns the exit code."""
-    await _database(settings.database.url, report)
+    await _database(settings.database.url, report, source=settings.source("database", "url"))
     _token(
         report, "discord token", settings.discord.token, DISCORD_TOKEN, "three dot-separated parts"
     )
@@ -78,13 +78,15 @@ async def check(settings: Settings, report: Report) -> int:
     return 1 if report.failed else 0
 
 
-async def _database(url: str, report: Report) -> None:
+async def _database(url: str, report: Report, *, source: str = "default") -> None:
     from sqlalchemy.engine import make_url
 
     from adapters.storage import create_engine
     from adapters.storage.migrate import current_revision, head_revision
+    from bot.config import database_location
 
     shown = redact_url(make_url(url).render_as_string(hide_password=True))
+    report.ok("database location", f"{database_location(url)} (from {source})")
     try:
         engine = create_engine(url)  # makes a SQLite database's folder, which can fail
     except (OSError, ValueError) as exc:
@@ -128,8 +130,22 @@ async def _endpoint(
     llm = settings.llm
     base_url = llm.base_url
     if settings.uses_offline_model or base_url is None:
-        report.warn("model", "no endpoint configured: the offline provider answers (demo only)")
+        if base_url and llm.provider == "offline":
+            report.warn(
+                "model",
+                f"provider = 'offline' (from {settings.source('llm', 'provider')}) wins over "
+                f"base_url (from {settings.source('llm', 'base_url')}): the offline provider "
+                "answers; remove provider or set it to 'openai'",
+            )
+        else:
+            report.warn(
+                "model", "no endpoint configured: the offline provider answers (demo only)"
+            )
         return
+    origin = (
+        f"base_url from {settings.source('llm', 'base_url')}, "
+        f"model from {settings.source('llm', 'model')}"
+    )
     from openai import APIConnectionError, APIStatusError, AsyncOpenAI
 
     key = llm.api_key.get_secret_value() if llm.api_key is not None else "no-key"
@@ -152,11 +168,11 @@ async def _endpoint(
     finally:
         await api.close()
     if llm.model in names:
-        report.ok("model", f"{where} serves {llm.model}")
+        report.ok("model", f"{where} serves {llm.model} ({origin})")
     elif names:
         report.fail(
             "model",
-            f"{where} does not list {llm.model!r}; it has {', '.join(names[:10])}",
+            f"{where} does not list {llm.model!r} ({origin}); it has {', '.join(names[:10])}",
         )
     else:
         report.warn("model", f"{where} answered but lists no models")

@@ -7,13 +7,15 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.config import ConfigError, load_settings
+from bot.config import ConfigError, default_database_path, load_settings
 from tests.conftest import ROOT
 
 
 def test_example_loads_with_every_section() -> None:
     settings = load_settings(ROOT / "config.example.toml", environ={})
-    assert settings.database.url == "sqlite+aiosqlite:///./data/tavernbot.db"
+    # No url in the example: the database is in the user's data directory, not the cwd.
+    assert settings.database.url == f"sqlite+aiosqlite:///{default_database_path()}"
+    assert settings.source("database", "url") == "default"
     assert settings.llm.provider == "offline" and settings.uses_offline_model
     assert settings.discord.token is None and settings.telegram.token is None
     assert settings.console.session == "default"
@@ -44,8 +46,8 @@ def test_environment_overrides_secrets_and_endpoints() -> None:
     assert settings.discord.token.get_secret_value() == "d-token"
     assert settings.telegram.token is not None
     assert settings.llm.base_url == "http://127.0.0.1:9/v1"
-    # The example pins provider = "offline" explicitly, so the env URL alone does not flip it.
-    assert settings.llm.provider == "offline"
+    # The example leaves provider unset, so the endpoint from the environment selects openai.
+    assert settings.llm.provider == "openai" and not settings.uses_offline_model
     assert settings.llm.model == "gpt-4o"
     assert settings.database.url.startswith("postgresql+asyncpg://")
     assert settings.security.secret_key is not None
