@@ -65,13 +65,32 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tavernbot",
         description="SillyTavern-grade role-play on Discord, Telegram and the terminal.",
     )
-    parser.add_argument("--config", type=Path, default=None, help="TOML config file")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    _global_options(parser, config=None, verbose=False)
     parser.set_defaults(handler=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for register in COMMANDS:
         register(sub)
+    _repeat_global_options(parser)
     return parser
+
+
+def _global_options(parser: argparse.ArgumentParser, *, config: object, verbose: object) -> None:
+    """``--config`` and ``-v``: on the top-level parser with their defaults, on every command
+    with ``argparse.SUPPRESS`` so that one left out after the command keeps the value given
+    (or defaulted) before it."""
+    parser.add_argument("--config", type=Path, default=config, help="TOML config file")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", default=verbose, help="debug logging"
+    )
+
+
+def _repeat_global_options(parser: argparse.ArgumentParser) -> None:
+    """Accept the global options after the command too (``tavernbot run --config FILE``)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in set(action.choices.values()):
+                _global_options(command, config=argparse.SUPPRESS, verbose=argparse.SUPPRESS)
+                _repeat_global_options(command)
 
 
 OWN_LOGGERS = ("bot", "adapters", "engine")
