@@ -15,6 +15,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+import aiohttp
 import discord
 import discord.gateway
 import discord.http
@@ -33,7 +34,7 @@ from adapters.discord.reactions import Reactions
 from adapters.discord.sessions import Sessions
 from adapters.discord.tasks import TaskOwner
 from adapters.discord.turns import Turns
-from engine.errors import ConfigurationError
+from engine.errors import ConfigurationError, UnavailableError
 from engine.turns.api import RoleplayService
 
 _log = logging.getLogger(__name__)
@@ -115,11 +116,21 @@ class DiscordRunner:
     async def start(self) -> None:
         """Log in and connect in the background (returns once the login succeeded)."""
         self._restore = point_discordpy_at(self.options.api_base, self.options.gateway_url)
+        where = self.options.api_base or discord.http.Route.BASE
         try:
             await self.client.login(self.options.token)
         except discord.LoginFailure as exc:
-            self._undo_redirect()
-            raise ConfigurationError(f"[discord] token was refused: {exc}") from exc
+            await self._abandon()
+            raise ConfigurationError(
+                f"the Discord token ([discord] token or DISCORD_TOKEN) was refused by {where}: "
+                f"{exc}; copy it again from the developer portal's Bot page"
+            ) from exc
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            await self._abandon()
+            raise UnavailableError(
+                f"cannot reach the Discord API at {where} ([discord] api_base): "
+                f"{exc or type(exc).__name__}; check the network, or api_base if set"
+            ) from exc
         self._connection = self._gateway_tasks.spawn(
             self.client.connect(reconnect=True), name="connect"
         )
@@ -146,6 +157,12 @@ class DiscordRunner:
                 await asyncio.wait_for(asyncio.shield(self._connection), SHUTDOWN_GRACE_S)
         await self.tasks.close()
         await self._gateway_tasks.close()
+        self._undo_redirect()
+
+    async def _abandon(self) -> None:
+        """After a failed login: close the client's HTTP session and undo the redirect."""
+        with contextlib.suppress(Exception):
+            await self.client.close()
         self._undo_redirect()
 
     def _undo_redirect(self) -> None:

@@ -19,7 +19,12 @@ from aiogram import Bot, Dispatcher
 from aiogram.client.default import DefaultBotProperties
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import PRODUCTION, TelegramAPIServer
-from aiogram.exceptions import TelegramAPIError, TelegramForbiddenError
+from aiogram.exceptions import (
+    TelegramAPIError,
+    TelegramForbiddenError,
+    TelegramNetworkError,
+    TelegramUnauthorizedError,
+)
 from aiogram.types import ErrorEvent
 from aiogram.utils.backoff import BackoffConfig
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler
@@ -32,6 +37,7 @@ from adapters.telegram.retry import RetryMiddleware, Sleep
 from adapters.telegram.routers import build_routers
 from adapters.telegram.routers.commands import command_scopes
 from adapters.telegram.state import ChatState
+from engine.errors import ConfigurationError, UnavailableError
 from engine.turns.api import RoleplayService
 
 log = logging.getLogger("tavernbot.telegram")
@@ -107,13 +113,30 @@ class TelegramRunner:
                 await self._start_webhook()
             else:
                 await self._start_polling()
-        except BaseException:
+        except BaseException as exc:
             # A bad token or an unreachable server: leave nothing open behind.
             if self._web is not None:
                 await self._web.cleanup()
                 self._web = None
             await self.bot.session.close()
+            if isinstance(exc, Exception):
+                raise self._start_failure(exc) from exc
             raise
+
+    def _start_failure(self, exc: Exception) -> Exception:
+        """``exc`` (raised while starting) as one line saying what failed and what to try."""
+        where = self.config.api_base or PRODUCTION.base.split("/bot", 1)[0]
+        if isinstance(exc, TelegramUnauthorizedError):
+            return ConfigurationError(
+                f"the Telegram token ([telegram] token or TELEGRAM_TOKEN) was refused by "
+                f"{where}: {exc.message}; check it with the bot's owner (BotFather)"
+            )
+        if isinstance(exc, TelegramNetworkError | OSError | TimeoutError):
+            return UnavailableError(
+                f"cannot reach the Telegram Bot API at {where} ([telegram] api_base): "
+                f"{exc}; check the network, or api_base if set"
+            )
+        return exc
 
     async def _start_polling(self) -> None:
         await self.bot.delete_webhook(drop_pending_updates=False)

@@ -127,10 +127,12 @@ async def test_a_wrong_token_fails_start_cleanly(harness: Harness) -> None:
     from aiogram.exceptions import TelegramUnauthorizedError
 
     from adapters.telegram.runner import TelegramRunner
+    from engine.errors import ConfigurationError
 
     runner = TelegramRunner(harness.service, harness.config(token="999:WRONG"))
-    with pytest.raises(TelegramUnauthorizedError):
+    with pytest.raises(ConfigurationError, match="Telegram token .* was refused") as caught:
         await runner.start()
+    assert isinstance(caught.value.__cause__, TelegramUnauthorizedError)
     assert runner.bot.session._session is None or runner.bot.session._session.closed
 
 
