@@ -201,3 +201,12 @@ async def test_discord_refused_token_is_one_line(tmp_path: Path) -> None:
         await fake.stop()
     assert result.returncode == EXIT_USAGE
     assert_one_failure(result, "Discord token", "was refused by", "DISCORD_TOKEN")
+
+
+def test_the_readme_documents_every_exit_code() -> None:
+    from bot.cli import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    codes = (EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INTERRUPTED)
+    for code in codes:
+        assert f"\n| {code} | " in readme, code
