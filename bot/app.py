@@ -28,7 +28,7 @@ from adapters.console.frontend import ConsoleFrontend
 from adapters.llm import OFFLINE_ANNOUNCEMENT, ChatModelPool
 from adapters.secrets import build_secret_cipher
 from adapters.storage import SqlStorage
-from bot.config import Settings, database_location
+from bot.config import Settings, console_card, database_location
 from bot.events import EventBus
 from bot.scheduler import build_memory_service, session_memory_on, start_memory_jobs
 from bot.startup import open_database
@@ -179,12 +179,17 @@ async def open_console(
     out: TextIO,
     files: dict[AssetKind, list[tuple[str, bytes]]] | None = None,
     options: dict[str, str] | None = None,
+    default_card: tuple[str, bytes] | None = None,
 ) -> ConsoleFrontend:
     """Open (or create) console session ``session`` (a new one takes ``[session]``), import
-    the given files into it and set ``options`` (session option name -> value, as ``/set``)."""
+    the given files into it and set ``options`` (session option name -> value, as ``/set``).
+    ``default_card`` (``[console] character``) is imported when no card is given and the
+    session has no character yet."""
     key = SessionKey(platform="console", realm=CONSOLE_REALM, key=session)
     service = app.service
-    await service.open_session(key)
+    info = await service.open_session(key)
+    if default_card is not None and info.character is None and not (files or {}).get("card"):
+        await service.import_asset(key, "card", *default_card)
     for kind, items in (files or {}).items():
         for filename, data in items:
             await service.import_asset(key, kind, filename, data)
@@ -309,6 +314,9 @@ def announce_database(settings: Settings) -> None:
 
 async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | None = None) -> int:
     """``tavernbot run``: every configured platform in one process, the console when none."""
+    on_platforms = bool(_secret(settings.discord.token) or _secret(settings.telegram.token))
+    # Read before the database opens, so a missing card stops at once with one line.
+    default_card = None if on_platforms else console_card(settings)
     announce_database(settings)
     async with Application(settings) as app, AsyncExitStack() as fronts:
         started: list[str] = []
@@ -335,7 +343,12 @@ async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | N
                 return 0
             console = settings.console
             frontend = await open_console(
-                app, session=console.session, user=console.user, jsonl=False, out=sys.stdout
+                app,
+                session=console.session,
+                user=console.user,
+                jsonl=False,
+                out=sys.stdout,
+                default_card=default_card,
             )
             task = app.spawn(frontend.run((lines or stdin_lines)()), name="console")
             await _until(signals.stop, task)
@@ -356,6 +369,8 @@ async def chat(
 ) -> int:
     """``tavernbot chat``: play one console session until the input ends or ``/quit``."""
     key = SessionKey(platform="console", realm=CONSOLE_REALM, key=session)
+    # Read before the database opens, so a missing card stops at once with one line.
+    default_card = None if files.get("card") else console_card(settings)
     announce_database(settings)
     async with Application(settings, recover_only=key) as app:
         frontend = await open_console(
@@ -366,6 +381,7 @@ async def chat(
             out=out or sys.stdout,
             files=files,
             options=options,
+            default_card=default_card,
         )
         with SignalOwner() as signals:
             task = app.spawn(frontend.run((lines or stdin_lines)()), name="console")

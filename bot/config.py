@@ -232,6 +232,33 @@ class Settings(_Section):
         return self.llm.provider == "offline" or not self.llm.base_url
 
 
+def console_card(settings: Settings) -> tuple[str, bytes] | None:
+    """The card named by ``[console] character`` as (file name, bytes), or None when unset.
+
+    A relative path is taken from the config file's directory. A missing or unreadable file
+    (or one over the CLI's file size limit) raises :class:`ConfigError` naming the key, the
+    path and where the key was set."""
+    from bot.cli_commands.chat import MAX_FILE_BYTES
+
+    name = settings.console.character
+    if not name:
+        return None
+    source = settings.source("console", "character")
+    path = Path(name).expanduser()
+    if not path.is_absolute() and settings.config_file is not None:
+        path = settings.config_file.parent / path
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(f"{source}: [console] character: cannot read {path}: {reason}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(
+            f"{source}: [console] character: {path} is over MAX_FILE_BYTES={MAX_FILE_BYTES}"
+        )
+    return path.name, data
+
+
 def load_settings(
     path: Path | None = None, *, environ: Mapping[str, str] | None = None
 ) -> Settings:

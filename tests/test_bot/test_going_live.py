@@ -8,6 +8,7 @@ loopback fake OpenAI server."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -181,3 +182,70 @@ async def test_an_explicit_database_url_wins_and_is_named(tmp_path: Path) -> Non
     code, out, _ = await run_cli(tmp_path, env, "doctor")
     assert f"database location: {chosen} (from tavernbot.toml)" in out
     assert not data_home.exists()
+
+
+CARD = {
+    "spec": "chara_card_v2",
+    "spec_version": "2.0",
+    "data": {
+        "name": "Mira",
+        "description": "{{char}} keeps the inn.",
+        "personality": "",
+        "scenario": "",
+        "first_mes": "Welcome to the inn, {{user}}.",
+        "mes_example": "",
+    },
+}
+
+
+def console_config(directory: Path, character: str) -> Path:
+    """A config whose ``[console]`` names a session, a user and a character card."""
+    path = directory / "tavernbot.toml"
+    path.write_text(
+        f'[console]\nsession = "tavern"\nuser = "Ann"\ncharacter = "{character}"\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.mark.parametrize("command", ["chat", "run"])
+async def test_run_and_chat_play_the_console_section(tmp_path: Path, command: str) -> None:
+    (tmp_path / "cards").mkdir()
+    (tmp_path / "cards" / "mira.json").write_text(json.dumps(CARD), encoding="utf-8")
+    console_config(tmp_path, "cards/mira.json")
+    work = tmp_path / "elsewhere"
+    work.mkdir()  # the card path is taken from the config file's directory
+    env = clean_env(DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'c.db'}")
+    args = ["--config", str(tmp_path / "tavernbot.toml"), command]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        *args,
+        *(["--jsonl"] if command == "chat" else []),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        cwd=work,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(b"/info\n"), CLI_TIMEOUT_S)
+    assert proc.returncode == 0, err.decode()
+    text = out.decode()
+    assert "Welcome to the inn, Ann." in text
+    assert "session tavern: character Mira" in text
+
+
+@pytest.mark.parametrize("command", ["chat", "run"])
+async def test_a_missing_console_character_is_one_line_exit_2(
+    tmp_path: Path, command: str
+) -> None:
+    config = console_config(tmp_path, "cards/nobody.png")
+    env = clean_env(DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'c.db'}")
+    code, out, err = await run_cli(tmp_path, env, "--config", str(config), command)
+    assert code == 2
+    assert err.count("\n") == 1, err  # one line, before anything else is opened
+    line = err.strip()
+    assert "[console] character" in line and str(tmp_path / "cards" / "nobody.png") in line
+    assert str(config) in line and "Traceback" not in err
+    assert not (tmp_path / "c.db").exists()  # stopped before the database was opened
