@@ -24,6 +24,8 @@ from engine.formats.st_kept import (
 from engine.timeline.values import Branch, Floor, Message, Page
 
 NARRATOR_TYPE: Final = "narrator"
+DEFAULT_USER_NAME: Final = "User"
+"""The user's name on an exported line or header when the session never named them."""
 NOTE_TYPE: Final = "generic"
 """SillyTavern's ``extra.type`` of a narrator message and of a generic system message: an
 exported system note carries one, so that importing it back does not read it as hidden."""
@@ -84,7 +86,7 @@ def _entry(
             raw=dict(kept),
         )
     return ChatEntry(
-        name=message.speaker_name or ("User" if is_user else ""),
+        name=message.speaker_name or (DEFAULT_USER_NAME if is_user else ""),
         is_user=is_user,
         # SillyTavern marks hidden messages and system notes alike with is_system; a note
         # carries its message type, which tells it from a hidden message on import.

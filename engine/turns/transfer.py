@@ -51,6 +51,7 @@ from engine.timeline.service import TimelineService
 from engine.timeline.values import MessageRole, NewMessage
 from engine.turns import st_lines
 from engine.turns.api import AssetKind, ImportSummary, SessionKey
+from engine.turns.parsed_assets import DEFAULT_CHARACTER
 from engine.turns.sessions import Sessions
 from engine.turns.st_lines import NARRATOR_TYPE
 from engine.turns.views import committed_numbers
@@ -332,9 +333,11 @@ class Transfer:
                 entries=tuple(entries),
             )
         else:
+            # A session with no line to name them (an empty one): the default user and the
+            # session's character (as its turns would name them), never "unused".
             log = ChatLog(
-                user_name=user_name,
-                character_name=char_name,
+                user_name=user_name or st_lines.DEFAULT_USER_NAME,
+                character_name=char_name or session.settings.character or DEFAULT_CHARACTER,
                 chat_metadata=with_variables({}, chat_vars),
                 entries=tuple(entries),
             )
