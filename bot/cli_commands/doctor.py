@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # loaded when the command runs, so ``tavernbot --help`` stays
     from openai import AsyncOpenAI
     from pydantic import SecretStr
 
+    from bot.cli_commands.token_checks import TokenCheck
     from bot.config import Settings
 
 DISCORD_TOKEN: Final = re.compile(r"^[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{20,}$")
@@ -66,10 +67,18 @@ def _doctor(args: argparse.Namespace, out: TextIO | None = None) -> int:
 async def check(settings: Settings, report: Report) -> int:
     """Run every check; returns the exit code."""
     await _database(settings.database.url, report, source=settings.source("database", "url"))
-    _token(
+    from bot.cli_commands.token_checks import check_discord, check_telegram
+
+    discord = _token(
         report, "discord token", settings.discord.token, DISCORD_TOKEN, "three dot-separated parts"
     )
-    _token(report, "telegram token", settings.telegram.token, TELEGRAM_TOKEN, "<digits>:<secret>")
+    if discord:  # well-formed: one authenticated call says whether Discord takes it
+        _live(report, "discord token", await check_discord(discord, settings.discord.api_base))
+    telegram = _token(
+        report, "telegram token", settings.telegram.token, TELEGRAM_TOKEN, "<digits>:<secret>"
+    )
+    if telegram:
+        _live(report, "telegram token", await check_telegram(telegram, settings.telegram.api_base))
     if settings.security.secret_key is None:
         report.warn("secret key", "TAVERNBOT_SECRET_KEY is not set: API keys cannot be stored")
     else:
@@ -114,14 +123,20 @@ async def _database(url: str, report: Report, *, source: str = "default") -> Non
 
 def _token(
     report: Report, what: str, value: SecretStr | None, pattern: re.Pattern[str], shape: str
-) -> None:
+) -> str | None:
+    """Report a token that is not set or malformed; returns a well-formed one (to try live)."""
     secret = value.get_secret_value() if value is not None else ""
     if not secret:
         report.ok(what, "not configured (platform off)")
     elif pattern.match(secret.strip()):
-        report.ok(what, "looks well-formed")
+        return secret.strip()
     else:
         report.fail(what, f"does not look like a token ({shape}); check for stray characters")
+    return None
+
+
+def _live(report: Report, what: str, found: TokenCheck) -> None:
+    (report.ok if found.ok else report.fail)(what, found.detail)
 
 
 async def _endpoint(

@@ -13,6 +13,7 @@ from bot.app import Application, run
 from bot.cli_commands.doctor import Report, check
 from bot.config import load_settings
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.telegram.server import FakeTelegramServer
 from tests.test_e2e.console import chat_env
 
 pytestmark = pytest.mark.timeout(60)
@@ -34,11 +35,17 @@ async def test_doctor_says_what_is_wrong(tmp_path: Path) -> None:
 
 
 async def test_doctor_passes_a_good_setup(tmp_path: Path) -> None:
-    async with FakeOpenAIServer(max_requests=5, lifetime_s=50.0) as fake:
+    async with (
+        FakeOpenAIServer(max_requests=5, lifetime_s=50.0) as fake,
+        FakeTelegramServer(token=GOOD_TELEGRAM, max_lifetime_s=50.0) as tg,
+    ):
         env = chat_env(tmp_path / "d.db", fake.base_url)
         env["TELEGRAM_TOKEN"] = GOOD_TELEGRAM
         env["TAVERNBOT_SECRET_KEY"] = "a long secret"
         settings = load_settings(environ=env)
+        # doctor asks the Bot API (here the loopback fake) whether it takes the token
+        telegram = settings.telegram.model_copy(update={"api_base": tg.base_url})
+        settings = settings.model_copy(update={"telegram": telegram})
         async with Application(settings):
             pass  # creates and migrates the database
         out = io.StringIO()
