@@ -44,11 +44,17 @@ def register(sub: Subcommands) -> None:
 
     preview = inner.add_parser("preview", help="evaluate one text and explain the result")
     preview.add_argument("text", help="the text to evaluate (use - to read stdin)")
+    # A pair is checked while parsing, so a bad one is a usage error (exit 2) like any other.
     preview.add_argument(
-        "--var", action="append", default=[], metavar="K=V", help="a local variable"
+        "--var", action="append", default=[], type=_pair, metavar="K=V", help="a local variable"
     )
     preview.add_argument(
-        "--global-var", action="append", default=[], metavar="K=V", help="a global variable"
+        "--global-var",
+        action="append",
+        default=[],
+        type=_pair,
+        metavar="K=V",
+        help="a global variable",
     )
     preview.add_argument("--user", default="User", help="the user's name")
     preview.add_argument("--char", default="Character", help="the character's name")
@@ -158,14 +164,12 @@ def _eval(args: argparse.Namespace) -> int:
     return 1 if result.get("error") else 0
 
 
-def _pairs(items: list[str], option: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"tavernbot: {option} expects KEY=VALUE, got {item!r}")
-        out[key] = value
-    return out
+def _pair(item: str) -> tuple[str, str]:
+    """One ``KEY=VALUE`` option value (the value may hold ``=``)."""
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expects KEY=VALUE, got {item!r}")
+    return key, value
 
 
 def _preview(args: argparse.Namespace) -> int:
@@ -173,8 +177,8 @@ def _preview(args: argparse.Namespace) -> int:
     context = MacroContext(
         user=args.user,
         char=args.char,
-        local=_pairs(args.var, "--var"),
-        global_vars=_pairs(args.global_var, "--global-var"),
+        local=dict(args.var),
+        global_vars=dict(args.global_var),
     )
     result = evaluate(
         text,
