@@ -20,11 +20,13 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any, Final, TextIO
 
 from pydantic import SecretStr
 
 from adapters.console.frontend import ConsoleFrontend
+from adapters.console.terminal import TerminalConsole, session_history
 from adapters.llm import OFFLINE_ANNOUNCEMENT, ChatModelPool
 from adapters.secrets import build_secret_cipher
 from adapters.storage import SqlStorage
@@ -258,6 +260,21 @@ async def stdin_lines(stream: TextIO | None = None) -> AsyncIterator[str | bytes
         yield line
 
 
+def _on_terminal() -> bool:
+    """Whether standard input and output are a terminal (not a pipe or a file)."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def console_history_dir(settings: Settings) -> Path | None:
+    """Where the console keeps each session's typed lines: beside an SQLite database file;
+    None (in memory only) for a server database or an in-memory one."""
+    url = settings.database.url
+    prefix = "sqlite+aiosqlite:///"
+    if not url.startswith(prefix) or ":memory:" in url or not url[len(prefix) :]:
+        return None
+    return Path(url[len(prefix) :]).expanduser().parent
+
+
 class SignalOwner:
     """The one place that handles SIGINT and SIGTERM: the first sets :attr:`stop` for a clean
     shutdown; after it the default handlers are back, so a second Ctrl-C interrupts at once."""
@@ -383,6 +400,11 @@ async def chat(
             options=options,
             default_card=default_card,
         )
+        if lines is None and not jsonl and out is None and _on_terminal():
+            # A person at a terminal: the line editor, which owns Ctrl-C (it stops a turn).
+            history = session_history(console_history_dir(settings), session)
+            await TerminalConsole(frontend, history).run()
+            return 0
         with SignalOwner() as signals:
             task = app.spawn(frontend.run((lines or stdin_lines)()), name="console")
             await _until(signals.stop, task)

@@ -52,6 +52,9 @@ NOT_CONSOLE_OPTIONS: Final = frozenset({"policy"})
 reply policy (when a platform replies in a group) means nothing here."""
 RETRY_HINT: Final = "/regen retries it"
 """Added to a failed turn's error line in the terminal: the input is kept, nothing is lost."""
+THINKING: Final = "… thinking"
+"""Shown on a terminal from the moment a turn starts until its first token replaces it."""
+_ERASE_LINE: Final = "\r\x1b[K"
 NOT_UTF8 = "that line was not valid UTF-8 (byte {byte}); nothing was sent"
 """Said for an input line whose bytes are not UTF-8; the console then reads the next line."""
 
@@ -66,9 +69,17 @@ class ConsoleFrontend:
     out: TextIO = field(default_factory=lambda: sys.stdout)
     jsonl: bool = False
     branch: str = MAIN_BRANCH
+    thinking: bool = False
+    """Show :data:`THINKING` until the first token (set on a terminal, never in a pipe)."""
     _streamed: int = 0
+    _marker: bool = False
 
     # ------------------------------------------------------------------ output
+    def intro(self) -> None:
+        """The first line of an interactive console (none in ``--jsonl`` mode)."""
+        if not self.jsonl:
+            self._emit("info", message=f"session {self.key.key} on branch {self.branch}; /help")
+
     def _emit(self, kind: str, **fields: Any) -> None:
         if self.jsonl:
             self.out.write(json.dumps({"type": kind, **fields}, ensure_ascii=False) + "\n")
@@ -88,9 +99,17 @@ class ConsoleFrontend:
             self.out.write(f"* {fields['message']}\n")
         self.out.flush()
 
+    def _unmark(self) -> None:
+        """Erase the thinking marker if it is shown."""
+        if self._marker:
+            self._marker = False
+            self.out.write(_ERASE_LINE)
+            self.out.flush()
+
     async def _on_text(self, text: str) -> None:
         if self.jsonl:
             return
+        self._unmark()
         self.out.write(text[self._streamed :])
         self.out.flush()
         self._streamed = len(text)
@@ -115,9 +134,14 @@ class ConsoleFrontend:
         the reply would have been: the input stays on its floor (``/history`` shows it as
         failed) and ``/regen`` retries it."""
         self._streamed = 0
+        if self.thinking and not self.jsonl:
+            self._marker = True
+            self.out.write(THINKING)
+            self.out.flush()
         try:
             view = await call()
         except GenerationError as exc:
+            self._unmark()
             if self._streamed and not self.jsonl:
                 self.out.write("\n")  # the error starts its own line after a partial reply
             message = shown_error(exc, "the turn failed", logger=_log)
@@ -126,7 +150,15 @@ class ConsoleFrontend:
             else:
                 self._emit("error", message=f"{message} ({RETRY_HINT})")
             return
+        self._unmark()
         self._show_reply(view, streamed=self._streamed > 0)
+
+    def stopped(self) -> None:
+        """Say that the turn in progress was stopped (Ctrl-C); what streamed stays shown."""
+        self._unmark()
+        if self._streamed and not self.jsonl:
+            self.out.write("\n")
+        self._emit("info", message="stopped; /history shows what was kept, /regen tries again")
 
     # ------------------------------------------------------------------ input
     async def handle_line(self, line: str | bytes) -> bool:
@@ -420,8 +452,7 @@ class ConsoleFrontend:
 
     async def run(self, lines: AsyncIterator[str | bytes]) -> None:
         """Play until the input ends or ``/quit`` (lines as text or as undecoded bytes)."""
-        if not self.jsonl:
-            self._emit("info", message=f"session {self.key.key} on branch {self.branch}; /help")
+        self.intro()
         async for line in lines:
             if not await self.handle_line(line):
                 break

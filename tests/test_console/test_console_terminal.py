@@ -1,0 +1,157 @@
+"""The console on a terminal: a real ``tavernbot chat`` process on a pseudo-terminal.
+
+The model is the fake OpenAI server (echo by default); the test waits for expected output
+(a generous timeout bounds each wait, nothing is timed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pty
+import select
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from adapters.console.terminal import HISTORY_FILE, LEAVE_HINT, clean_line
+from tests.conftest import ROOT
+from tests.fakes.openai_server import QUIET_MEMORY_AGENT, FakeOpenAIServer
+
+pytestmark = pytest.mark.timeout(180)
+
+WAIT_S = 60.0
+"""How long one expected piece of output may take to appear (a bound, not an assertion)."""
+UP = b"\x1b[A"
+PROMPT = "tty·main·no character>"
+"""The prompt (its last space is drawn as a cursor move)."""
+
+
+class Terminal:
+    """A child process on a pseudo-terminal, read as it writes."""
+
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
+        pid, fd = pty.fork()
+        if pid == 0:  # the child
+            os.chdir(cwd)
+            os.execve(sys.executable, [sys.executable, *args], env)
+        self.pid, self.fd = pid, fd
+        self.seen = b""
+        self.mark = 0
+        self.reaped = False
+
+    def _read_until(self, needle: bytes) -> bytes:
+        waited = 0.0
+        while (found := self.seen.find(needle, self.mark)) < 0:
+            ready, _, _ = select.select([self.fd], [], [], 0.5)
+            waited += 0.5
+            if waited > WAIT_S:
+                raise AssertionError(f"never saw {needle!r}; output:\n{self.seen[-3000:]!r}")
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 65536)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    raise AssertionError(f"ended before {needle!r}:\n{self.seen[-3000:]!r}")
+                self.seen += chunk
+        part = self.seen[self.mark : found + len(needle)]
+        self.mark = found + len(needle)
+        return part
+
+    async def expect(self, needle: str | bytes) -> bytes:
+        """Wait for ``needle`` after what was already matched; returns the output up to it."""
+        data = needle.encode() if isinstance(needle, str) else needle
+        return await asyncio.to_thread(self._read_until, data)
+
+    def send(self, data: bytes) -> None:
+        os.write(self.fd, data)
+
+    def _exit_code(self) -> int:
+        with_output = True
+        while with_output:  # drain, so the child never blocks on a full terminal
+            ready, _, _ = select.select([self.fd], [], [], 0.5)
+            try:
+                with_output = bool(ready) and bool(os.read(self.fd, 65536))
+            except OSError:
+                with_output = False
+        _, status = os.waitpid(self.pid, 0)
+        self.reaped = True
+        return os.waitstatus_to_exitcode(status)
+
+    async def exit_code(self) -> int:
+        return await asyncio.to_thread(self._exit_code)
+
+    def close(self) -> None:
+        if not self.reaped:  # a failed test: end the child it left behind
+            os.kill(self.pid, 9)
+            os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeOpenAIServer]:
+    async with FakeOpenAIServer(memory_agent=QUIET_MEMORY_AGENT) as fake:
+        yield fake
+
+
+def _start(tmp_path: Path, server: FakeOpenAIServer, session: str = "tty") -> Terminal:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "DISCORD", "TELE"))}
+    env.pop("TAVERNBOT_SECRET_KEY", None)
+    env.update(
+        DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'console.db'}",
+        LLM_BASE_URL=server.base_url,
+        LLM_MODEL="fake-model",
+        LLM_API_KEY="sk-fake",
+        PYTHONPATH=str(ROOT),
+        TERM="xterm",
+        PROMPT_TOOLKIT_NO_CPR="1",
+    )
+    return Terminal(["-m", "bot", "chat", "--session", session], env, tmp_path)
+
+
+async def test_prompt_history_clear_and_control_characters(
+    tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    term = _start(tmp_path, server)
+    try:
+        await term.expect(PROMPT)
+        term.send(b"hello there\r")
+        await term.expect("echo: hello there")
+        await term.expect(PROMPT)
+        term.send(UP + b"\r")  # Up recalls the previous line
+        await term.expect("echo: hello there")
+        assert [r.last_user_text for r in server.chat_requests] == ["hello there"] * 2
+        await term.expect(PROMPT)
+        term.send(b"\x0c")  # Ctrl-L clears the screen and shows the prompt again
+        await term.expect(b"\x1b[2J")
+        await term.expect(PROMPT)
+        term.send(b"a\x16\x07b\r")  # Ctrl-V Ctrl-G types a raw BEL between a and b
+        await term.expect("echo: ab")
+        assert server.chat_requests[-1].last_user_text == "ab"
+        await term.expect(PROMPT)
+        term.send(b"/quit\r")
+        assert await term.exit_code() == 0
+    finally:
+        term.close()
+    history = (tmp_path / HISTORY_FILE.format(session="tty")).read_text(encoding="utf-8")
+    assert "+hello there" in history  # kept per session, beside the database
+
+
+async def test_two_ctrl_c_at_the_prompt_leave(tmp_path: Path, server: FakeOpenAIServer) -> None:
+    term = _start(tmp_path, server)
+    try:
+        await term.expect(PROMPT)
+        term.send(b"\x03")
+        await term.expect(LEAVE_HINT)
+        await term.expect(PROMPT)
+        term.send(b"\x03")
+        assert await term.exit_code() == 0
+    finally:
+        term.close()
+
+
+def test_control_characters_are_taken_out_of_a_line() -> None:
+    assert clean_line("a\x07b\x1b[31mc\td") == "ab[31mc d"
