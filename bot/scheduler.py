@@ -157,6 +157,9 @@ class MemoryScheduler:
             id="memory-jobs",
             max_instances=1,  # one tick at a time; a slow tick delays the next
             coalesce=True,
+            # A tick that comes late (the loop busy with the rest of start-up, or a slow tick
+            # before it) runs late, once, instead of being skipped with a "missed by" warning.
+            misfire_grace_time=None,
             next_run_time=datetime.now(UTC),
         )
         scheduler.start()
