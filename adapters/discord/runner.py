@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from typing import Final
 
 import aiohttp
 import discord
@@ -39,6 +40,9 @@ from engine.turns.api import RoleplayService
 
 _log = logging.getLogger(__name__)
 SHUTDOWN_GRACE_S = 5.0
+GATEWAY_PROBE_TIMEOUT_S: Final = 10.0
+"""How long start-up waits to open the gateway's WebSocket once before it reports it
+unreachable (discord.py itself would retry forever, silently, after a first failure)."""
 
 
 def point_discordpy_at(api_base: str | None, gateway_url: str | None) -> Callable[[], None]:
@@ -131,9 +135,25 @@ class DiscordRunner:
                 f"cannot reach the Discord API at {where} ([discord] api_base): "
                 f"{exc or type(exc).__name__}; check the network, or api_base if set"
             ) from exc
+        gateway = str(discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
+        try:
+            await self._probe_gateway(gateway)
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            await self._abandon()
+            reason = str(exc) or f"no answer within {GATEWAY_PROBE_TIMEOUT_S:g}s"
+            raise UnavailableError(
+                f"cannot reach the Discord gateway at {gateway} ([discord] gateway_url): "
+                f"{reason}; check the network, or gateway_url if set"
+            ) from exc
         self._connection = self._gateway_tasks.spawn(
             self.client.connect(reconnect=True), name="connect"
         )
+
+    async def _probe_gateway(self, url: str) -> None:
+        """Open the gateway's WebSocket once and close it (raises when it cannot)."""
+        timeout = aiohttp.ClientTimeout(total=GATEWAY_PROBE_TIMEOUT_S)
+        async with aiohttp.ClientSession(timeout=timeout) as http, http.ws_connect(url):
+            pass
 
     async def wait_ready(self, wait_s: float) -> None:
         """Wait until the gateway is ready (guilds received)."""

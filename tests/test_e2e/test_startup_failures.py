@@ -210,3 +210,21 @@ def test_the_readme_documents_every_exit_code() -> None:
     codes = (EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INTERRUPTED)
     for code in codes:
         assert f"\n| {code} | " in readme, code
+
+
+async def test_discord_gateway_unreachable_is_one_line(tmp_path: Path) -> None:
+    token = "A" * 24 + "." + "B" * 6 + "." + "C" * 27
+    fake = await FakeDiscord(
+        token=token, limits=Limits(max_lifetime_s=60, max_requests=200)
+    ).start()
+    gateway = f"ws://127.0.0.1:{closed_port()}"
+    try:
+        env, config = platform_env(
+            tmp_path, "discord", api_base=fake.api_base, gateway_url=gateway
+        )
+        env["DISCORD_TOKEN"] = token
+        result = await tavernbot_async(env, "--config", str(config), "run", cwd=tmp_path)
+    finally:
+        await fake.stop()
+    assert result.returncode == EXIT_UNAVAILABLE
+    assert_one_failure(result, f"cannot reach the Discord gateway at {gateway}", "gateway_url")
