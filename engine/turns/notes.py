@@ -47,6 +47,8 @@ OFF_WORDS: Final = frozenset({"off", "clear"})
 """Arguments of ``/note`` that clear the note."""
 SUMMARY_CHARS: Final = 200
 """How long :func:`summarize_note` lets its line grow (session info shows it among others)."""
+NO_NOTE_TO_CHANGE: Final = "There is no Author's Note to change"
+"""Said (one line, nothing stored) when options are given without text and there is no note."""
 USAGE: Final = (
     "usage: /note (show), /note off (clear), /note [depth=N] [interval=N] "
     "[position=in_chat|in_prompt|before_prompt] [role=system|user|assistant] TEXT"
@@ -249,7 +251,8 @@ def parse_note_command(args: str, current: AuthorNote | None) -> NoteCommand:
     """Read the arguments of ``/note`` (see the module doc). Options come first as
     ``name=value``; the rest of the line, as typed, is the text. Options not given keep the
     value of ``current`` (SillyTavern's defaults when there is none); options without text
-    keep the current text. ConfigurationError for an unknown option or a bad value."""
+    keep the current text. ConfigurationError for an unknown option or a bad value, and for
+    options without text when there is no note (they would make an empty one)."""
     rest = args.strip()
     if not rest:
         return NoteCommand(action="show")
@@ -277,6 +280,10 @@ def parse_note_command(args: str, current: AuthorNote | None) -> NoteCommand:
         note = replace(note, text=rest)
     elif not changed:
         raise ConfigurationError(USAGE)
+    elif current is None:
+        raise ConfigurationError(
+            f"{NO_NOTE_TO_CHANGE}; set one with its text: /note [options] TEXT"
+        )
     return NoteCommand(action="set", note=check_note(note))
 
 
@@ -285,6 +292,7 @@ __all__ = [
     "MAX_NOTE_CHARS",
     "MAX_NOTE_DEPTH",
     "MAX_NOTE_INTERVAL",
+    "NO_NOTE_TO_CHANGE",
     "POSITIONS",
     "ROLES",
     "SUMMARY_CHARS",

@@ -30,6 +30,7 @@ from engine.turns.api import AssetKind, ReplyPolicy
 from engine.turns.notes import (
     MAX_NOTE_DEPTH,
     MAX_NOTE_INTERVAL,
+    NO_NOTE_TO_CHANGE,
     POSITIONS,
     ROLES,
     describe_note,
@@ -182,7 +183,12 @@ def build_session(deps: CommandDeps) -> app_commands.Group:
                 await service.set_author_note(place.key, None)
                 await answer(interaction, "Author's Note cleared.")
                 return
-            found = await service.author_note(place.key) or AuthorNote()
+            current = await service.author_note(place.key)
+            if current is None and text is None:
+                raise CommandRefused(
+                    f"{NO_NOTE_TO_CHANGE}; set one with its text: `/session note text:…`."
+                )
+            found = current or AuthorNote()
             changed = replace(
                 found,
                 text=found.text if text is None else text.strip(),
