@@ -105,7 +105,17 @@ def parse_card(data: bytes, *, source: str) -> CharacterCard:
         obj = _payload_from_png(data, source=source)
         avatar = strip_text_chunks(data, CARD_CHUNK_KEYWORDS, source=source)
         return _check_lengths(card_from_mapping(obj, source=source, avatar=avatar), source)
-    obj = load_object(data, source=source, what="a character card object")
+    if source.lower().endswith(".png"):
+        # Named as a picture but not one: a JSON card is still read (its content decides), but
+        # anything else is named for what it was meant to be, not reported as bad JSON.
+        try:
+            obj = load_object(data, source=source, what="a character card object")
+        except FormatError:
+            raise FormatError(
+                "not a PNG image (no PNG signature) and not a JSON card either", source=source
+            ) from None
+    else:
+        obj = load_object(data, source=source, what="a character card object")
     return _check_lengths(card_from_mapping(obj, source=source), source)
 
 
