@@ -38,6 +38,8 @@ def shown_url(url: str) -> str:
 def _reason(exc: BaseException) -> str:
     """The cause of ``exc`` in a few words (a driver error's own first line)."""
     cause: BaseException = getattr(exc, "orig", None) or exc
+    if isinstance(cause, ConnectionRefusedError):
+        return "the connection was refused (is the server running on that host and port?)"
     if isinstance(cause, FileExistsError | NotADirectoryError) and cause.filename:
         return f"{cause.filename} is a file, not a folder"
     if isinstance(cause, OSError) and cause.strerror:

@@ -72,6 +72,9 @@ class DiscordRunner:
         self.errors: list[BaseException] = []
         self.tasks = TaskOwner("discord")
         self._gateway_tasks = TaskOwner("discord-gateway")
+        # The bot never joins voice: discord.py's warnings about voice libraries are noise.
+        discord.VoiceClient.warn_nacl = False
+        discord.VoiceClient.warn_dave = False
         self.client = TavernClient(self, options)
         self.budget = EditBudget(
             rate_per_s=options.edit_rate_per_s,

@@ -63,11 +63,20 @@ def assert_one_line(result: subprocess.CompletedProcess[str], *needles: str) -> 
 
 
 @pytest.mark.parametrize(
-    "args", [("run",), ("chat",), ("db", "upgrade"), ("memory", "list", "--session", "s")]
+    "args",
+    [
+        ("run",),
+        ("chat",),
+        ("db", "upgrade"),
+        ("memory", "list", "--session", "s"),
+        ("export", "worldbook", "Lore"),
+        ("import", "worldbook", "lore.json"),
+    ],
 )
 def test_a_database_path_under_a_file_is_one_line(tmp_path: Path, args: tuple[str, ...]) -> None:
     blocker = tmp_path / "afile"
     blocker.write_text("not a folder")
+    (tmp_path / "lore.json").write_text('{"entries": {}}')
     env = chat_env(blocker / "x.db", None)
     result = tavernbot(env, *args, cwd=tmp_path)
     assert result.returncode == EXIT_UNAVAILABLE
@@ -78,6 +87,7 @@ def test_a_database_path_under_a_file_is_one_line(tmp_path: Path, args: tuple[st
 def test_an_unreachable_database_server_is_one_line(tmp_path: Path) -> None:
     env = chat_env(tmp_path / "unused.db", None)
     port = closed_port()
+    # the password must not be shown
     env["DATABASE_URL"] = f"postgresql+asyncpg://postgres:s3cret@127.0.0.1:{port}/test"
     result = tavernbot(env, "chat", cwd=tmp_path)
     assert result.returncode == EXIT_UNAVAILABLE
