@@ -153,12 +153,16 @@ class ConsoleFrontend:
         self._unmark()
         self._show_reply(view, streamed=self._streamed > 0)
 
-    def stopped(self) -> None:
-        """Say that the turn in progress was stopped (Ctrl-C); what streamed stays shown."""
+    def stopped(self, *, kept: bool) -> None:
+        """Say that the turn in progress was stopped (Ctrl-C): ``kept`` when the text streamed
+        until then became the page's reply, else the turn failed (its input stays)."""
         self._unmark()
+        if kept:
+            self._emit("info", message="stopped; the reply so far is kept (/regen for another)")
+            return
         if self._streamed and not self.jsonl:
             self.out.write("\n")
-        self._emit("info", message="stopped; /history shows what was kept, /regen tries again")
+        self._emit("info", message=f"stopped; nothing was kept ({RETRY_HINT})")
 
     # ------------------------------------------------------------------ input
     async def handle_line(self, line: str | bytes) -> bool:

@@ -22,6 +22,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
 from adapters.console.frontend import ConsoleFrontend
+from engine.turns.api import STOP_TURN
 
 HISTORY_FILE: Final = "console-history-{session}.txt"
 """The file, in the history directory, that keeps one session's typed lines (one per session,
@@ -69,22 +70,25 @@ class TerminalConsole:
         def stop() -> None:
             nonlocal stopped
             stopped = True
-            task.cancel()
+            task.cancel(STOP_TURN)  # the engine keeps what was streamed, if anything was
 
         installed = False
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGINT, stop)
             installed = True
         try:
-            return await task
+            going_on = await task
         except asyncio.CancelledError:
             if not stopped:
                 raise
-            self.frontend.stopped()
+            self.frontend.stopped(kept=False)
             return True
         finally:
             if installed:
                 loop.remove_signal_handler(signal.SIGINT)
+        if stopped:
+            self.frontend.stopped(kept=True)
+        return going_on
 
     async def run(self) -> None:
         """Prompt and play until ``/quit``, Ctrl-D or two Ctrl-C in a row at the prompt."""

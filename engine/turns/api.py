@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, get_args
+from typing import Any, Final, Literal, Protocol, get_args
 
 from engine.memory.injection import MEMORY_BUDGET_TOKENS
 from engine.prompt.inputs import AuthorNote
@@ -172,6 +172,12 @@ class MemoryView:
 
 OnText = Callable[[str], Awaitable[None]]
 """Streaming callback: receives the reply's visible text so far, after each chunk."""
+
+STOP_TURN: Final = "stop the turn, keep what was streamed"
+"""The message a front end cancels a turn's task with (``task.cancel(STOP_TURN)``) to stop its
+generation as a user's Stop button does: the text streamed so far is kept as the page's reply,
+with ``stopped: true`` in its meta. Any other cancellation (or a stop before the first token)
+fails the turn as before."""
 
 
 class RoleplayService(Protocol):

@@ -39,7 +39,7 @@ from engine.prompt.inputs import (
 from engine.prompt.macro_port import EngineMacros
 from engine.prompt.regex_budget import EXHAUSTED, RegexBudget
 from engine.prompt.regex_run import Channel, RegexRun, apply_scripts
-from engine.turns.api import OnText
+from engine.turns.api import STOP_TURN, OnText
 from engine.turns.context import TIMED_STATE_META, TurnRead
 from engine.turns.profiles import (
     LLMProfile,
@@ -289,6 +289,16 @@ class Generation:
                     await self.on_text(shown)
                 if cut:
                     break
+        except asyncio.CancelledError as exc:
+            await stream.aclose()
+            if not text or STOP_TURN not in exc.args:
+                raise
+            # The user stopped the reply: keep what they saw as the page's text.
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            self.meta["stopped"] = True
+            return ChatResult(text=text, finish_reason="stopped")
         except BaseException:
             await stream.aclose()
             raise

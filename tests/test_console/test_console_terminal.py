@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from adapters.console.frontend import THINKING
 from adapters.console.terminal import HISTORY_FILE, LEAVE_HINT, clean_line
 from tests.conftest import ROOT
-from tests.fakes.openai_server import QUIET_MEMORY_AGENT, FakeOpenAIServer
+from tests.fakes.openai_server import QUIET_MEMORY_AGENT, FakeOpenAIServer, FakeReply
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -138,6 +139,32 @@ async def test_prompt_history_clear_and_control_characters(
         term.close()
     history = (tmp_path / HISTORY_FILE.format(session="tty")).read_text(encoding="utf-8")
     assert "+hello there" in history  # kept per session, beside the database
+
+
+async def test_ctrl_c_stops_the_generation_and_keeps_the_partial_reply(
+    tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    hold = asyncio.Event()
+    server.script(FakeReply(text="Partial words then the rest", chunk_chars=8, hold=hold))
+    term = _start(tmp_path, server)
+    try:
+        await term.expect(PROMPT)
+        term.send(b"tell me\r")
+        await term.expect(THINKING)
+        await term.expect("Partial ")  # the first chunk; the stream is held open after it
+        term.send(b"\x03")
+        await term.expect("stopped")
+        await term.expect(PROMPT)
+        term.send(b"/history\r")
+        await term.expect("/history\x1b")  # the line as accepted; the output follows
+        out = await term.expect("Partial")
+        out += await term.expect(PROMPT)
+        assert b"#1" in out and b"the rest" not in out and b"failed" not in out
+        term.send(b"/quit\r")
+        assert await term.exit_code() == 0
+    finally:
+        hold.set()
+        term.close()
 
 
 async def test_two_ctrl_c_at_the_prompt_leave(tmp_path: Path, server: FakeOpenAIServer) -> None:
