@@ -139,7 +139,7 @@ class Application:
             self.stack.push_async_callback(scheduler.shutdown)
             if failed:
                 log.warning("%d interrupted turn(s) were marked failed", len(failed))
-            # The offline provider announces itself when it is built (adapters.llm.offline).
+            # Offline is said by the front end: run() warns, the console prints a "*" line.
         except BaseException:
             await self.stack.aclose()
             raise
@@ -355,6 +355,8 @@ async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | N
             started.append("telegram")
         with SignalOwner() as signals:
             if started:
+                if app.offline:
+                    log.warning("no model endpoint configured: %s", OFFLINE_ANNOUNCEMENT)
                 log.info("serving %s; stop with Ctrl-C", ", ".join(started))
                 await signals.stop.wait()
                 return 0

@@ -107,7 +107,9 @@ class OfflineChatModel:
         self.name = "offline"
         self.chunk_delay_s = chunk_delay_s
         if announce:
-            log.warning(OFFLINE_ANNOUNCEMENT)
+            # DEBUG (shown with -v): the front end says it where its user sees it, once (the
+            # console's "*" line, a warning when ``run`` serves a platform).
+            log.debug(OFFLINE_ANNOUNCEMENT)
 
     async def aclose(self) -> None:
         """Nothing to release; present so every model can be closed alike."""

@@ -112,7 +112,7 @@ async def test_director_and_verifier_slots(no_network: None) -> None:
 
 
 def test_announces_itself_as_offline(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.DEBUG)  # at DEBUG: the front ends say it to their users
     build_chat_model("offline", None, None, "any")
     assert OFFLINE_ANNOUNCEMENT in caplog.text
 
