@@ -353,6 +353,19 @@ async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | N
             await telegram_runner.start()
             fronts.push_async_callback(telegram_runner.stop)
             started.append("telegram")
+        if not started and lines is None and _on_terminal():
+            # A person at a terminal: the line editor, which owns Ctrl-C (it stops a turn).
+            frontend = await open_console(
+                app,
+                session=settings.console.session,
+                user=settings.console.user,
+                jsonl=False,
+                out=sys.stdout,
+                default_card=default_card,
+            )
+            history = session_history(console_history_dir(settings), settings.console.session)
+            await TerminalConsole(frontend, history).run()
+            return 0
         with SignalOwner() as signals:
             if started:
                 if app.offline:

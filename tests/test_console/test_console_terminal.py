@@ -98,7 +98,11 @@ async def server() -> AsyncIterator[FakeOpenAIServer]:
         yield fake
 
 
-def _start(tmp_path: Path, server: FakeOpenAIServer, session: str = "tty") -> Terminal:
+def _start(
+    tmp_path: Path,
+    server: FakeOpenAIServer,
+    command: tuple[str, ...] = ("chat", "--session", "tty"),
+) -> Terminal:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "DISCORD", "TELE"))}
     env.pop("TAVERNBOT_SECRET_KEY", None)
     env.update(
@@ -110,7 +114,7 @@ def _start(tmp_path: Path, server: FakeOpenAIServer, session: str = "tty") -> Te
         TERM="xterm",
         PROMPT_TOOLKIT_NO_CPR="1",
     )
-    return Terminal(["-m", "bot", "chat", "--session", session], env, tmp_path)
+    return Terminal(["-m", "bot", *command], env, tmp_path)
 
 
 async def test_prompt_history_clear_and_control_characters(
@@ -175,6 +179,21 @@ async def test_two_ctrl_c_at_the_prompt_leave(tmp_path: Path, server: FakeOpenAI
         await term.expect(LEAVE_HINT)
         await term.expect(PROMPT)
         term.send(b"\x03")
+        assert await term.exit_code() == 0
+    finally:
+        term.close()
+
+
+async def test_run_without_platforms_uses_the_line_editor(
+    tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    term = _start(tmp_path, server, ("run",))
+    try:
+        await term.expect("default·main·no character>")  # [console] session, by default
+        term.send(b"hi\r")
+        await term.expect("echo: hi")
+        await term.expect("default·main·no character>")
+        term.send(b"/quit\r")
         assert await term.exit_code() == 0
     finally:
         term.close()
