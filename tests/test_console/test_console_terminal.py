@@ -7,6 +7,7 @@ The model is the fake OpenAI server (echo by default); the test waits for expect
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import pty
 import select
@@ -179,6 +180,35 @@ async def test_two_ctrl_c_at_the_prompt_leave(tmp_path: Path, server: FakeOpenAI
         await term.expect(LEAVE_HINT)
         await term.expect(PROMPT)
         term.send(b"\x03")
+        assert await term.exit_code() == 0
+    finally:
+        term.close()
+
+
+async def test_prompt_names_the_character_and_history_outlives_the_process(
+    tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    card = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {"name": "Seraphina"}}
+    (tmp_path / "seraphina.json").write_text(json.dumps(card), encoding="utf-8")
+    story = ("chat", "--session", "story")
+    term = _start(tmp_path, server, (*story, "--character", "seraphina.json"))
+    try:
+        await term.expect("story·main·Seraphina>")
+        term.send(b"first line\r")
+        await term.expect("echo: first line")
+        await term.expect("story·main·Seraphina>")
+        term.send(b"/quit\r")
+        assert await term.exit_code() == 0
+    finally:
+        term.close()
+    term = _start(tmp_path, server, story)  # the same session again, in a new process
+    try:
+        await term.expect("story·main·Seraphina>")
+        term.send(UP + UP + b"\r")  # Up: /quit, Up again: the line before it
+        await term.expect("echo: first line")
+        assert [r.last_user_text for r in server.chat_requests] == ["first line"] * 2
+        await term.expect("story·main·Seraphina>")
+        term.send(b"/quit\r")
         assert await term.exit_code() == 0
     finally:
         term.close()
