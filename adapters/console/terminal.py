@@ -91,7 +91,32 @@ class TerminalConsole:
         return going_on
 
     async def run(self) -> None:
-        """Prompt and play until ``/quit``, Ctrl-D or two Ctrl-C in a row at the prompt."""
+        """Prompt and play until ``/quit``, Ctrl-D, two Ctrl-C in a row at the prompt or
+        SIGTERM (which ends the turn in progress, if any, as a cancellation fails it)."""
+        loop = asyncio.get_running_loop()
+        me = asyncio.current_task()
+        terminated = False
+
+        def terminate() -> None:
+            nonlocal terminated
+            terminated = True
+            if me is not None:
+                me.cancel()
+
+        installed = False
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGTERM, terminate)
+            installed = True
+        try:
+            await self._loop()
+        except asyncio.CancelledError:
+            if not terminated:
+                raise
+        finally:
+            if installed:
+                loop.remove_signal_handler(signal.SIGTERM)
+
+    async def _loop(self) -> None:
         self.frontend.thinking = True
         self.frontend.intro()
         session: PromptSession[str] = PromptSession(history=self.history)

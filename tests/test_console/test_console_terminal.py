@@ -11,6 +11,7 @@ import json
 import os
 import pty
 import select
+import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -224,6 +225,18 @@ async def test_run_without_platforms_uses_the_line_editor(
         await term.expect("echo: hi")
         await term.expect("default·main·no character>")
         term.send(b"/quit\r")
+        assert await term.exit_code() == 0
+    finally:
+        term.close()
+
+
+async def test_sigterm_at_the_prompt_ends_cleanly(
+    tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    term = _start(tmp_path, server)
+    try:
+        await term.expect(PROMPT)
+        os.kill(term.pid, signal.SIGTERM)
         assert await term.exit_code() == 0
     finally:
         term.close()
