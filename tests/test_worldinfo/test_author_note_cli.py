@@ -104,7 +104,7 @@ def test_note_text_sits_between_the_entries_and_the_chat(tmp_path: Path) -> None
 
 def test_a_bad_note_option_is_one_clear_line(tmp_path: Path) -> None:
     code, _, err = _dry_run(tmp_path, "--note-interval", "-1")
-    assert code == 1
+    assert code == 2  # a bad setting is a configuration error (README: exit codes)
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "interval" in lines[0] and "Traceback" not in err
 
