@@ -30,9 +30,10 @@ def test_db_upgrade_migrates_the_configured_database(
     monkeypatch.setenv("DATABASE_URL", url)
     monkeypatch.chdir(tmp_path)
     assert main(["db", "upgrade"]) == 0
-    assert "database is up to date" in capsys.readouterr().out
+    assert "created the database at" in capsys.readouterr().out
     assert _revision(url) == head_revision()
     assert main(["db", "upgrade"]) == 0  # nothing left to do
+    assert "up to date" in capsys.readouterr().out
 
 
 def test_db_upgrade_with_a_bad_url_is_a_usage_error(
