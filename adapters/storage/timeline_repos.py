@@ -1,4 +1,5 @@
-"""Repositories of realms, sessions, branches, floors, pages, messages, links and assets.
+"""Repositories of realms, sessions, branches, floors, pages, messages and links
+(:mod:`adapters.storage.asset_repo` holds the assets').
 
 Each works inside the unit of work's one ``AsyncSession`` and speaks Core statements, so every
 call is one round trip. Compare-and-set is an ``UPDATE ... WHERE state = expected`` whose row
@@ -17,7 +18,6 @@ from sqlalchemy import (
     delete,
     func,
     insert,
-    or_,
     select,
     update,
 )
@@ -27,7 +27,7 @@ from adapters.storage import convert
 from adapters.storage.models import (
     utcnow,
 )
-from adapters.storage.tables import ASSET, BRANCH, FLOOR, LINK, MESSAGE, PAGE, REALM, SESSION
+from adapters.storage.tables import BRANCH, FLOOR, LINK, MESSAGE, PAGE, REALM, SESSION
 from adapters.storage.turn_statements import (
     LATEST_FOR_OPEN,
     MESSAGE_WINDOW,
@@ -37,8 +37,6 @@ from adapters.storage.turn_statements import (
 from engine.errors import NotFoundError
 from engine.ports import LatestFloor, WindowMessage, WindowPage
 from engine.timeline.values import (
-    Asset,
-    AssetKind,
     Branch,
     Floor,
     FloorState,
@@ -541,61 +539,3 @@ class SqlLinks(_Repo):
         )
         row = (await self._db.execute(stmt)).first()
         return None if row is None else convert.link(row)
-
-
-class SqlAssets(_Repo):
-    """Assets."""
-
-    async def put(
-        self, *, realm_id: int, kind: AssetKind, name: str, data: Mapping[str, Any]
-    ) -> Asset:
-        now = utcnow()
-        where = and_(ASSET.c.realm_id == realm_id, ASSET.c.kind == kind, ASSET.c.name == name)
-        stmt = update(ASSET).where(where).values(data=dict(data), updated_at=now)
-        stmt = stmt.returning(*ASSET.c)
-        row = (await self._db.execute(stmt)).first()
-        if row is None:
-            insert_stmt = (
-                insert(ASSET)
-                .values(
-                    realm_id=realm_id,
-                    kind=kind,
-                    name=name,
-                    data=dict(data),
-                    created_at=now,
-                    updated_at=now,
-                )
-                .returning(*ASSET.c)
-            )
-            row = (await self._db.execute(insert_stmt)).one()
-        return convert.asset(row)
-
-    async def get(self, realm_id: int, kind: AssetKind, name: str) -> Asset | None:
-        stmt = select(ASSET).where(
-            ASSET.c.realm_id == realm_id, ASSET.c.kind == kind, ASSET.c.name == name
-        )
-        row = (await self._db.execute(stmt)).first()
-        return None if row is None else convert.asset(row)
-
-    async def get_many(
-        self, realm_id: int, wanted: Sequence[tuple[AssetKind, str]]
-    ) -> builtins.list[Asset]:
-        if not wanted:
-            return []
-        pairs = or_(*(and_(ASSET.c.kind == k, ASSET.c.name == n) for k, n in set(wanted)))
-        stmt = select(ASSET).where(ASSET.c.realm_id == realm_id, pairs)
-        return [convert.asset(row) for row in await self._db.execute(stmt)]
-
-    async def list(self, realm_id: int, kind: AssetKind | None = None) -> builtins.list[Asset]:
-        stmt = select(ASSET).where(ASSET.c.realm_id == realm_id)
-        if kind is not None:
-            stmt = stmt.where(ASSET.c.kind == kind)
-        stmt = stmt.order_by(ASSET.c.kind, ASSET.c.name)
-        return [convert.asset(row) for row in await self._db.execute(stmt)]
-
-    async def delete(self, realm_id: int, kind: AssetKind, name: str) -> bool:
-        stmt = delete(ASSET).where(
-            ASSET.c.realm_id == realm_id, ASSET.c.kind == kind, ASSET.c.name == name
-        )
-        result = await self._db.execute(stmt)
-        return bool(result.rowcount)

@@ -24,10 +24,10 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
 )
 
+from adapters.storage.asset_repo import SqlAssets
 from adapters.storage.database import READ_ONLY_OPTION, SQLITE_BUSY_TIMEOUT_MS
 from adapters.storage.lease_repo import SqlLeases
 from adapters.storage.timeline_repos import (
-    SqlAssets,
     SqlBranches,
     SqlFloors,
     SqlLinks,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from engine.errors import (
@@ -55,50 +54,9 @@ from engine.turns.options import (
     option_changes,
     tools_enabled,
 )
+from tests.fakes.roleplay_state import FakeBranch, FakeFloor, FakeSession
 
 CHUNKS = 3
-
-
-@dataclass
-class _Floor:
-    lines: list[UserLine]
-    pages: list[str] = field(default_factory=list)
-    page_vars: list[dict[str, Any]] = field(default_factory=list)
-    active: int = 0
-    hidden: bool = False
-    hidden_pages: set[int] = field(default_factory=set)
-    """Indexes into ``pages`` of the pages whose message was deleted."""
-
-
-@dataclass
-class _Branch:
-    name: str
-    parent: str | None
-    fork_floor: int | None
-    floors: list[_Floor] = field(default_factory=list)
-    vars: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class _Session:
-    key: SessionKey
-    character: str | None
-    branches: dict[str, _Branch] = field(default_factory=dict)
-    chat_vars: dict[str, Any] = field(default_factory=dict)
-    links: dict[str, PlatformRef] = field(default_factory=dict)
-    preset: str | None = None
-    worldbooks: list[str] = field(default_factory=list)
-    regex_sets: list[str] = field(default_factory=list)
-    settings: SessionSettings = field(default_factory=SessionSettings)
-    """The session's options, kept as the engine keeps them (see :mod:`engine.turns.options`)."""
-    current_branch: str = MAIN_BRANCH
-    closed: bool = False
-    note: AuthorNote | None = None
-
-    @property
-    def tools_global_writes(self) -> bool:
-        """Whether the model's tools may write global variables in this session."""
-        return self.settings.extra.get("tools_global_writes") is True
 
 
 class FakeRoleplayService:
@@ -113,7 +71,7 @@ class FakeRoleplayService:
         self.default_character = default_character
         self.session_defaults = session_defaults or SessionDefaults()
         """What every new session starts with, as the engine's ``session_defaults``."""
-        self.sessions: dict[SessionKey, _Session] = {}
+        self.sessions: dict[SessionKey, FakeSession] = {}
         self.realm_globals: dict[str, dict[str, Any]] = {}
         self.assets: dict[tuple[str, str, str], bytes] = {}
         self.calls: list[tuple[str, Any]] = []
@@ -124,26 +82,26 @@ class FakeRoleplayService:
         """Memory id -> (realm, memory); put memories in with :meth:`remember`."""
 
     # ------------------------------------------------------------------ helpers
-    def _session(self, key: SessionKey) -> _Session:
+    def _session(self, key: SessionKey) -> FakeSession:
         try:
             return self.sessions[key]
         except KeyError:
             raise NotFoundError(f"no session {key.platform}:{key.realm}:{key.key}") from None
 
-    def _branch(self, key: SessionKey, branch: str) -> _Branch:
+    def _branch(self, key: SessionKey, branch: str) -> FakeBranch:
         session = self._session(key)
         try:
             return session.branches[branch]
         except KeyError:
             raise NotFoundError(f"no branch {branch!r} in session {key.key}") from None
 
-    def _lineage(self, session: _Session, branch: _Branch) -> list[_Floor]:
+    def _lineage(self, session: FakeSession, branch: FakeBranch) -> list[FakeFloor]:
         if branch.parent is None:
             return list(branch.floors)
         parent = session.branches[branch.parent]
         return self._lineage(session, parent)[: branch.fork_floor or 0] + branch.floors
 
-    def _view(self, session: _Session, branch: _Branch) -> ReplyView:
+    def _view(self, session: FakeSession, branch: FakeBranch) -> ReplyView:
         floors = self._lineage(session, branch)
         if not floors:
             raise NotFoundError(f"branch {branch.name!r} has no reply yet")
@@ -159,7 +117,7 @@ class FakeRoleplayService:
         )
 
     async def _generate(
-        self, session: _Session, lines: Sequence[UserLine], page: int, on_text: OnText | None
+        self, session: FakeSession, lines: Sequence[UserLine], page: int, on_text: OnText | None
     ) -> str:
         if self.fail_next:
             self.fail_next = False
@@ -178,7 +136,7 @@ class FakeRoleplayService:
                 await on_text(text[: min(end, len(text))])
         return text
 
-    def _effective(self, session: _Session, branch: _Branch) -> dict[str, Any]:
+    def _effective(self, session: FakeSession, branch: FakeBranch) -> dict[str, Any]:
         merged = dict(self.realm_globals.get(session.key.realm, {}))
         merged.update(session.chat_vars)
         for floor in self._lineage(session, branch):
@@ -191,10 +149,10 @@ class FakeRoleplayService:
         self.calls.append(("open_session", key))
         session = self.sessions.get(key)
         if session is None:
-            session = _Session(
+            session = FakeSession(
                 key=key, character=character, settings=self.session_defaults.settings()
             )
-            session.branches[MAIN_BRANCH] = _Branch(MAIN_BRANCH, None, None)
+            session.branches[MAIN_BRANCH] = FakeBranch(MAIN_BRANCH, None, None)
             self.sessions[key] = session
         elif character is not None:
             session.character = character
@@ -244,7 +202,7 @@ class FakeRoleplayService:
         lines = [self._as_persona(key, line) for line in lines]
         target = self._branch(key, branch)
         text = await self._generate(session, lines, 1, on_text)
-        target.floors.append(_Floor(lines=list(lines), pages=[text], page_vars=[{}]))
+        target.floors.append(FakeFloor(lines=list(lines), pages=[text], page_vars=[{}]))
         return self._view(session, target)
 
     async def regenerate(
@@ -288,11 +246,11 @@ class FakeRoleplayService:
         if name in session.branches:
             return await self._info(session, session.branches[name])
         # Forks of forks are flattened onto the source lineage, which is all tests need.
-        created = _Branch(name, branch, at)
+        created = FakeBranch(name, branch, at)
         session.branches[name] = created
         return await self._info(session, created)
 
-    async def _info(self, session: _Session, branch: _Branch) -> BranchInfo:
+    async def _info(self, session: FakeSession, branch: FakeBranch) -> BranchInfo:
         return BranchInfo(
             name=branch.name,
             parent=branch.parent,
@@ -454,11 +412,11 @@ class FakeRoleplayService:
     async def reset(self, key: SessionKey) -> None:
         self.calls.append(("reset", key))
         session = self._session(key)
-        session.branches = {MAIN_BRANCH: _Branch(MAIN_BRANCH, None, None)}
+        session.branches = {MAIN_BRANCH: FakeBranch(MAIN_BRANCH, None, None)}
         session.current_branch = MAIN_BRANCH
 
     # ------------------------------------------------------------------ front-end operations
-    def _refuse_closed(self, session: _Session) -> None:
+    def _refuse_closed(self, session: FakeSession) -> None:
         if session.closed:
             raise InvalidTransitionError(f"session {session.key.key} is closed")
 
@@ -502,7 +460,7 @@ class FakeRoleplayService:
             return None
         character = session.character or self.default_character
         target.floors.append(
-            _Floor(lines=[], pages=[f"{character} greets {user_name}."], page_vars=[{}])
+            FakeFloor(lines=[], pages=[f"{character} greets {user_name}."], page_vars=[{}])
         )
         return self._view(session, target)
 
@@ -588,7 +546,7 @@ class FakeRoleplayService:
         return SESSION_OPTION_SPECS
 
     @staticmethod
-    def _change(session: _Session, changes: Mapping[str, Any]) -> None:
+    def _change(session: FakeSession, changes: Mapping[str, Any]) -> None:
         data = session.settings.to_json()
         data.update(changes)
         session.settings = SessionSettings.from_json(data)

@@ -1,0 +1,77 @@
+"""The repository of a realm's assets (cards, presets, world books, regex sets, personas...),
+one row per ``(realm, kind, name)``, in the unit of work's one connection."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import and_, delete, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from adapters.storage import convert
+from adapters.storage.models import utcnow
+from adapters.storage.tables import ASSET
+from engine.timeline.values import Asset, AssetKind
+
+
+class SqlAssets:
+    """Assets."""
+
+    def __init__(self, db: AsyncConnection) -> None:
+        self._db = db
+
+    async def put(
+        self, *, realm_id: int, kind: AssetKind, name: str, data: Mapping[str, Any]
+    ) -> Asset:
+        now = utcnow()
+        where = and_(ASSET.c.realm_id == realm_id, ASSET.c.kind == kind, ASSET.c.name == name)
+        stmt = update(ASSET).where(where).values(data=dict(data), updated_at=now)
+        stmt = stmt.returning(*ASSET.c)
+        row = (await self._db.execute(stmt)).first()
+        if row is None:
+            insert_stmt = (
+                insert(ASSET)
+                .values(
+                    realm_id=realm_id,
+                    kind=kind,
+                    name=name,
+                    data=dict(data),
+                    created_at=now,
+                    updated_at=now,
+                )
+                .returning(*ASSET.c)
+            )
+            row = (await self._db.execute(insert_stmt)).one()
+        return convert.asset(row)
+
+    async def get(self, realm_id: int, kind: AssetKind, name: str) -> Asset | None:
+        stmt = select(ASSET).where(
+            ASSET.c.realm_id == realm_id, ASSET.c.kind == kind, ASSET.c.name == name
+        )
+        row = (await self._db.execute(stmt)).first()
+        return None if row is None else convert.asset(row)
+
+    async def get_many(
+        self, realm_id: int, wanted: Sequence[tuple[AssetKind, str]]
+    ) -> builtins.list[Asset]:
+        if not wanted:
+            return []
+        pairs = or_(*(and_(ASSET.c.kind == k, ASSET.c.name == n) for k, n in set(wanted)))
+        stmt = select(ASSET).where(ASSET.c.realm_id == realm_id, pairs)
+        return [convert.asset(row) for row in await self._db.execute(stmt)]
+
+    async def list(self, realm_id: int, kind: AssetKind | None = None) -> builtins.list[Asset]:
+        stmt = select(ASSET).where(ASSET.c.realm_id == realm_id)
+        if kind is not None:
+            stmt = stmt.where(ASSET.c.kind == kind)
+        stmt = stmt.order_by(ASSET.c.kind, ASSET.c.name)
+        return [convert.asset(row) for row in await self._db.execute(stmt)]
+
+    async def delete(self, realm_id: int, kind: AssetKind, name: str) -> bool:
+        stmt = delete(ASSET).where(
+            ASSET.c.realm_id == realm_id, ASSET.c.kind == kind, ASSET.c.name == name
+        )
+        result = await self._db.execute(stmt)
+        return bool(result.rowcount)
