@@ -10,6 +10,7 @@ import pytest
 
 from adapters.llm import ChatModelPool, OfflineChatModel
 from adapters.storage import SqlStorage, open_storage
+from bot.scheduler import build_memory_service
 from engine.ports import ChatModel, Event
 from engine.turns.api import SessionKey, Speaker, UserLine
 from engine.turns.profiles import LLMProfile, NoSecretCipher, environment_profile
@@ -101,4 +102,28 @@ async def remote(
     await svc.start()
     await svc.open_session(KEY)
     yield svc
+    await pool.aclose()
+
+
+@pytest.fixture
+async def remembering(
+    storage: SqlStorage, events: Recorder, fake: FakeOpenAIServer
+) -> AsyncIterator[TavernService]:
+    """A service on the fake model server with the memory service the app builds."""
+    pool = ChatModelPool()
+    default = LLMProfile(
+        id="environment", base_url=fake.base_url, model="fake-model", max_retries=0
+    )
+    memory = build_memory_service(storage, model=None, model_name="fake-model", events=events)
+    svc = TavernService(
+        storage,
+        model_for=pool_model_for(pool),
+        default_profile=default,
+        events=events,
+        memory=memory,
+    )
+    await svc.start()
+    await svc.open_session(KEY)
+    yield svc
+    await svc.aclose()
     await pool.aclose()

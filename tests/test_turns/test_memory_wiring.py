@@ -5,43 +5,15 @@ memory alone."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.llm import ChatModelPool
-from adapters.storage import SqlStorage
-from bot.scheduler import build_memory_service
 from engine.turns.api import MAIN_BRANCH
-from engine.turns.profiles import LLMProfile
 from engine.turns.service import TavernService
 from tests.fakes.openai_server import FakeOpenAIServer, FakeReply, FakeToolCall
-from tests.test_turns.conftest import KEY, Recorder, line, pool_model_for
+from tests.test_turns.conftest import KEY, Recorder, line
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def remembering(
-    storage: SqlStorage, events: Recorder, fake: FakeOpenAIServer
-) -> AsyncIterator[TavernService]:
-    pool = ChatModelPool()
-    default = LLMProfile(
-        id="environment", base_url=fake.base_url, model="fake-model", max_retries=0
-    )
-    memory = build_memory_service(storage, model=None, model_name="fake-model", events=events)
-    svc = TavernService(
-        storage,
-        model_for=pool_model_for(pool),
-        default_profile=default,
-        events=events,
-        memory=memory,
-    )
-    await svc.start()
-    await svc.open_session(KEY)
-    yield svc
-    await svc.aclose()
-    await pool.aclose()
 
 
 async def test_summary_tags_come_back_as_memory(

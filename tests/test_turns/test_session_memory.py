@@ -5,20 +5,17 @@ compat_strict never injects."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from adapters.llm import ChatModelPool
 from adapters.storage import SqlStorage
-from bot.scheduler import MemoryScheduler, build_memory_service, session_memory_on
+from bot.scheduler import MemoryScheduler, session_memory_on
 from engine.memory.jobs import JobType
 from engine.turns.api import MAIN_BRANCH
-from engine.turns.profiles import LLMProfile
 from engine.turns.service import TavernService
 from tests.fakes.openai_server import FakeOpenAIServer, FakeReply
-from tests.test_turns.conftest import KEY, Recorder, line, pool_model_for
+from tests.test_turns.conftest import KEY, Recorder, line
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -28,26 +25,8 @@ AGENT = FakeReply(text="not json")  # the memory agent's answer: invalid, the ta
 
 
 @pytest.fixture
-async def svc(
-    storage: SqlStorage, events: Recorder, fake: FakeOpenAIServer
-) -> AsyncIterator[TavernService]:
-    pool = ChatModelPool()
-    default = LLMProfile(
-        id="environment", base_url=fake.base_url, model="fake-model", max_retries=0
-    )
-    memory = build_memory_service(storage, model=None, model_name="fake-model", events=events)
-    service = TavernService(
-        storage,
-        model_for=pool_model_for(pool),
-        default_profile=default,
-        events=events,
-        memory=memory,
-    )
-    await service.start()
-    await service.open_session(KEY)
-    yield service
-    await service.aclose()
-    await pool.aclose()
+def svc(remembering: TavernService) -> TavernService:
+    return remembering
 
 
 def _system_text(messages: list[Any]) -> str:
