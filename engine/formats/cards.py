@@ -86,7 +86,9 @@ _TEXT_FIELDS = (
     "creator",
     "character_version",
 )
-_DEFAULT_TALKATIVENESS = 0.5
+DEFAULT_TALKATIVENESS: Final = 0.5
+"""SillyTavern's ``talkativeness_default``: how likely a group member is to answer a turn it is
+not named in, when its card does not say."""
 _DEFAULT_DEPTH = 4
 _CREATOR_NOTES_PLACEHOLDER = "Creator's notes go here."
 
@@ -297,15 +299,15 @@ def _tags(obj: Mapping[str, object], *, source: str, field: str) -> tuple[str, .
 def _talkativeness(value: object) -> float:
     """ST stores this as a number or a numeric string; anything else means the default."""
     if isinstance(value, bool):
-        return _DEFAULT_TALKATIVENESS
+        return DEFAULT_TALKATIVENESS
     if isinstance(value, int | float | str):
         try:
             number = float(value)
         except (ValueError, OverflowError):
-            return _DEFAULT_TALKATIVENESS
+            return DEFAULT_TALKATIVENESS
         if math.isfinite(number):
             return number
-    return _DEFAULT_TALKATIVENESS
+    return DEFAULT_TALKATIVENESS
 
 
 def _depth_prompt(extensions: Mapping[str, object], *, source: str) -> DepthPrompt | None:
