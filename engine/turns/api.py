@@ -82,6 +82,9 @@ class ReplyView:
     character: str
     avatar_url: str | None = None
     failed: bool = False
+    inputs: tuple[tuple[str, str], ...] = ()
+    """The floor's visible user input as ``(speaker name, text)`` pairs, first first (empty for
+    a greeting floor, and where the caller only answers a turn)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -210,6 +213,51 @@ class RoleplayService(Protocol):
 
     async def swipe(self, key: SessionKey, branch: str, step: int) -> ReplyView:
         """Activate the page ``step`` away (-1 previous, +1 next) on the latest floor."""
+        ...
+
+    async def continue_reply(
+        self, key: SessionKey, branch: str, *, on_text: OnText | None = None
+    ) -> ReplyView:
+        """Extend the latest reply on a new page (the old text followed by the continuation)."""
+        ...
+
+    async def edit_and_regenerate(
+        self,
+        key: SessionKey,
+        branch: str,
+        lines: Sequence[UserLine],
+        *,
+        on_text: OnText | None = None,
+    ) -> ReplyView:
+        """Answer an edited latest input on a new branch forked before its floor (the view
+        names that branch); the original floor stays where it was."""
+        ...
+
+    async def edit_reply(self, key: SessionKey, branch: str, floor: int, text: str) -> ReplyView:
+        """Replace the reply of the latest floor ``floor`` by ``text`` as a new active page;
+        the original page stays as a swipe (nothing is lost). Only the latest floor takes
+        new pages: an older ``floor`` is refused with one line saying so."""
+        ...
+
+    async def hide_floor(self, key: SessionKey, branch: str, floor: int) -> None:
+        """Hide floor ``floor`` of the branch (kept, left out of history, prompts and exports);
+        a floor the branch shares with the branch it forked from is refused."""
+        ...
+
+    async def page_texts(self, key: SessionKey, branch: str, floor: int) -> list[str]:
+        """The reply text of each committed page of floor ``floor``, in page order."""
+        ...
+
+    async def impersonate(
+        self,
+        key: SessionKey,
+        branch: str,
+        *,
+        user_name: str | None = None,
+        on_text: OnText | None = None,
+    ) -> str:
+        """Have the model write the user's next message (SillyTavern's impersonate) as a
+        draft: nothing is committed. ``user_name`` None: the branch's last speaker."""
         ...
 
     async def fork(

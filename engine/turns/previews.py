@@ -5,17 +5,23 @@ memories used)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from engine.macros import evaluate
+from engine.macros import Phase, evaluate
 from engine.memory.scoping import viewpoint_for
 from engine.ports import Clock, EventSink, RandomSource, Storage, UnitOfWork
 from engine.prompt.macro_port import macro_context
 from engine.prompt.regex_budget import RegexBudget
 from engine.timeline.values import Branch, Floor, NewMessage
-from engine.turns.api import SessionKey
-from engine.turns.context import HISTORY_WINDOW, read_turn, stored_inputs, window_pages
+from engine.turns.api import OnText, SessionKey
+from engine.turns.context import (
+    HISTORY_WINDOW,
+    TurnRead,
+    read_turn,
+    stored_inputs,
+    window_pages,
+)
 from engine.turns.errors import NothingToDoError
 from engine.turns.greeting import greeting_line
 from engine.turns.memory_access import MemoryAccess
@@ -85,11 +91,13 @@ class Previews:
         context.authors_note = note.text if note is not None else ""
         return evaluate(text, context, phase="preview").text
 
-    async def dry_run(self, key: SessionKey, branch_name: str, text: str) -> Mapping[str, Any]:
-        """Assemble the prompt ``text`` would get as the branch's next message."""
+    async def _next_turn(
+        self, key: SessionKey, branch_name: str, text: str | None, *, user_name: str | None = None
+    ) -> _NextTurn:
+        """Read the turn the branch's next message would get (``text``: that message, None
+        for a turn with no new input; ``user_name`` None: the branch's last speaker); nothing
+        is stored or marked used."""
         ids, branch = await self._sessions.target(key, branch_name)
-        if not text:
-            raise NothingToDoError("a dry run needs the text of a message")
         async with self._storage.unit_of_work() as uow:
             session = await uow.sessions.get(ids.session_id)
             assets = await load_assets(uow, session)
@@ -97,9 +105,12 @@ class Previews:
         # run on it), with no unit of work open and on the budget the assembly then shares,
         # as in a turn: the dry run shows the prompt the turn would send.
         regex_budget = RegexBudget()
-        stored = await stored_inputs(
-            [NewMessage(role="user", raw=text)], assets.scripts, regex_budget
-        )
+        extra: str | None = None
+        if text is not None:
+            stored = await stored_inputs(
+                [NewMessage(role="user", raw=text)], assets.scripts, regex_budget
+            )
+            extra = stored[0].raw
         async with self._storage.unit_of_work() as uow:
             lineage = await store.lineage_of(uow, branch)
             # The next floor's number: after failed floors too, whose inputs stay in the chat.
@@ -120,8 +131,8 @@ class Previews:
                 session=session,
                 floor=probe,
                 mode="dry_run",
-                user_name=None,
-                extra_input=stored[0].raw,
+                user_name=user_name,
+                extra_input=extra,
                 assets=assets,
             )
         opening = greeting_line(read.assets.card) if head == 0 else None
@@ -132,37 +143,23 @@ class Previews:
             read = replace(
                 read, history=(opening, *read.history), total_messages=read.total_messages + 1
             )
-        settings = session.settings
-        # The memory block the next turn would get (the same stages and budget), found without
-        # marking anything used.
-        memory_items: tuple[Any, ...] = ()
-        if self._memory.service is not None and "memory_retrieval" in session_stages(settings):
-            view = viewpoint_for(session, branch, read.branches, head + 1)
-            memory_items = await self._memory.retrieve(
-                view, read, settings.extra.get(MEMORY_BUDGET), mark_used=False
-            )
+        return _NextTurn(branch=branch, read=read, head=head, regex_budget=regex_budget)
+
+    async def dry_run(self, key: SessionKey, branch_name: str, text: str) -> Mapping[str, Any]:
+        """Assemble the prompt ``text`` would get as the branch's next message."""
+        if not text:
+            await self._sessions.target(key, branch_name)  # an unknown branch says so first
+            raise NothingToDoError("a dry run needs the text of a message")
+        turn = await self._next_turn(key, branch_name, text)
+        settings = turn.read.session.settings
         tools = ToolBox(
             ToolPolicy.from_json(settings.extra.get(TOOLS_SETTING), default_enabled=False),
-            ToolEnv(state=read.state, staged=[], card={}, clock=self._clock, random=self._rng),
-        )
-        generation = Generation(
-            read,
-            TurnOptions(
-                mode="respond",
-                prompt_mode=settings.prompt_mode,
-                macro_mode=settings.macro_mode,
-                stages=("narrator",),
-                snapshot=self._profiles.snapshot(session, read.assets.profiles),
-                phase="dry_run",
-                memory=memory_items,
-                persona=await self._personas.description(session.realm_id, read.user_id),
+            ToolEnv(
+                state=turn.read.state, staged=[], card={}, clock=self._clock, random=self._rng
             ),
-            model_for=self._model_for,
-            tools=tools,
-            events=self._events,
-            on_text=None,
-            where={"branch": branch.name, "floor": head + 1, "dry_run": True},
-            regex_budget=regex_budget,
+        )
+        generation = await self._generation(
+            turn, mode="respond", phase="dry_run", tools=tools, on_text=None
         )
         result, macros = await generation.assemble_only()
         return {
@@ -179,6 +176,80 @@ class Previews:
             # The tools the model request would carry (none unless the session's tools are on).
             "tools": [spec.name for spec in tools.specs("narrator")],
         }
+
+    async def impersonate(
+        self,
+        key: SessionKey,
+        branch_name: str,
+        *,
+        user_name: str | None = None,
+        on_text: OnText | None = None,
+    ) -> str:
+        """The model writes the user's next message (SillyTavern's impersonate generation:
+        the preset's impersonation prompt last, no tools), streamed to ``on_text``; a draft,
+        so nothing is stored and its macro writes are previews only."""
+        await self._sessions.refuse_closed(key)
+        turn = await self._next_turn(key, branch_name, None, user_name=user_name)
+        tools = ToolBox(
+            ToolPolicy(enabled=False),
+            ToolEnv(
+                state=turn.read.state, staged=[], card={}, clock=self._clock, random=self._rng
+            ),
+        )
+        generation = await self._generation(
+            turn, mode="impersonate", phase="preview", tools=tools, on_text=on_text
+        )
+        return await generation.draft()
+
+    async def _generation(
+        self,
+        turn: _NextTurn,
+        *,
+        mode: str,
+        phase: Phase,
+        tools: ToolBox,
+        on_text: OnText | None,
+    ) -> Generation:
+        """A generation of the branch's next turn with the memory block that turn would get
+        (found without marking anything used)."""
+        read, branch, head = turn.read, turn.branch, turn.head
+        session = read.session
+        settings = session.settings
+        memory_items: tuple[Any, ...] = ()
+        if self._memory.service is not None and "memory_retrieval" in session_stages(settings):
+            view = viewpoint_for(session, branch, read.branches, head + 1)
+            memory_items = await self._memory.retrieve(
+                view, read, settings.extra.get(MEMORY_BUDGET), mark_used=False
+            )
+        return Generation(
+            read,
+            TurnOptions(
+                mode=mode,
+                prompt_mode=settings.prompt_mode,
+                macro_mode=settings.macro_mode,
+                stages=("narrator",),
+                snapshot=self._profiles.snapshot(session, read.assets.profiles),
+                phase=phase,
+                memory=memory_items,
+                persona=await self._personas.description(session.realm_id, read.user_id),
+            ),
+            model_for=self._model_for,
+            tools=tools,
+            events=self._events,
+            on_text=on_text,
+            where={"branch": branch.name, "floor": head + 1, mode: True},
+            regex_budget=turn.regex_budget,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _NextTurn:
+    """What the branch's next turn would read (see :meth:`Previews._next_turn`)."""
+
+    branch: Branch
+    read: TurnRead
+    head: int
+    regex_budget: RegexBudget
 
 
 async def _last_speaker(uow: UnitOfWork, branch: Branch) -> str | None:

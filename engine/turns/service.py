@@ -187,6 +187,31 @@ class TavernService:
         """Activate the page ``step`` away on the latest floor (clamped)."""
         return await self.parts.pages.swipe(key, branch, step)
 
+    async def edit_reply(self, key: SessionKey, branch: str, floor: int, text: str) -> ReplyView:
+        """Replace the latest floor's reply by ``text`` as a new page (the original stays)."""
+        return await self.parts.pages.edit_reply(key, branch, floor, text)
+
+    async def hide_floor(self, key: SessionKey, branch: str, floor: int) -> None:
+        """Hide one of the branch's own floors (kept, left out of history and prompts)."""
+        await self.parts.pages.hide_floor(key, branch, floor)
+
+    async def page_texts(self, key: SessionKey, branch: str, floor: int) -> list[str]:
+        """The reply text of each committed page of a floor, in page order."""
+        return await self.parts.pages.page_texts(key, branch, floor)
+
+    async def impersonate(
+        self,
+        key: SessionKey,
+        branch: str,
+        *,
+        user_name: str | None = None,
+        on_text: OnText | None = None,
+    ) -> str:
+        """The model's draft of the user's next message; nothing is committed."""
+        return await self.parts.previews.impersonate(
+            key, branch, user_name=user_name, on_text=on_text
+        )
+
     async def greet(
         self, key: SessionKey, branch: str = MAIN_BRANCH, *, user_name: str = "User"
     ) -> ReplyView | None:

@@ -26,7 +26,7 @@ __all__ = ["TurnOptions", "assemble_turn", "staged_from_macros"]
 class TurnOptions:
     """The session's choices for this turn."""
 
-    mode: str  # respond | regenerate | continue
+    mode: str  # respond | regenerate | continue | impersonate (a draft, never committed)
     prompt_mode: str
     macro_mode: str
     stages: tuple[Stage, ...]
@@ -89,9 +89,11 @@ def assemble_turn(
         player_access=player_access(options.macro_mode),
         trace=options.phase == "dry_run",
     )
-    generation_type = {"regenerate": "regenerate", "continue": "continue"}.get(
-        options.mode, "normal"
-    )
+    generation_type = {
+        "regenerate": "regenerate",
+        "continue": "continue",
+        "impersonate": "impersonate",
+    }.get(options.mode, "normal")
     narrator = options.snapshot.profile("narrator")
     mode = options.prompt_mode
     inp = AssemblyInput(

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from engine.timeline.values import FloorView, Page
 from engine.turns.api import ReplyView, SessionKey
+from engine.turns.st_lines import DEFAULT_USER_NAME
 
 
 def committed_numbers(pages: Sequence[Page]) -> list[int]:
@@ -30,8 +31,18 @@ def page_number(pages: Sequence[Page], index: int) -> int | None:
     return numbers[index - 1] if 1 <= index <= len(numbers) else None
 
 
+def input_pairs(view: FloorView) -> tuple[tuple[str, str], ...]:
+    """The floor's visible user input as ``(speaker name, text)`` pairs."""
+    return tuple(
+        (m.speaker_name or DEFAULT_USER_NAME, m.display)
+        for m in view.inputs
+        if not m.hidden and m.role == "user"
+    )
+
+
 def reply_view(key: SessionKey, view: FloorView) -> ReplyView:
-    """The active page of one floor; for a failed floor, its input marked failed."""
+    """The active page of one floor with its input; for a failed floor, its input marked
+    failed."""
     if view.floor.state == "failed":
         inputs = [m for m in view.inputs if not m.hidden]
         return ReplyView(
@@ -43,6 +54,7 @@ def reply_view(key: SessionKey, view: FloorView) -> ReplyView:
             text="\n".join(m.display for m in inputs),
             character="",
             failed=True,
+            inputs=input_pairs(view),
         )
     active = view.active
     hidden = active is not None and active.hidden  # a deleted platform message hid it
@@ -56,6 +68,7 @@ def reply_view(key: SessionKey, view: FloorView) -> ReplyView:
         pages=len(committed_numbers(view.pages)),
         text="\n".join(m.display for m in replies),
         character=character,
+        inputs=input_pairs(view),
     )
 
 

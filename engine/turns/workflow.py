@@ -198,6 +198,14 @@ class Generation:
         event loop like a turn's assembly."""
         return await self._assemble_off_loop([])
 
+    async def draft(self) -> str:
+        """Assemble and stream the narrator's text only, for a draft that is never committed
+        (impersonate): no director or verifier, no summary kept, no regex post-processing of
+        the reply (the text is the user's to change before it is sent, and stored then)."""
+        assembled, _ = await self._assemble_off_loop([])
+        reply = await self._narrate(assembled)
+        return extract_memory_tags(reply, role="assistant").visible_text.strip()
+
     # ------------------------------------------------------------------ the narrator
 
     async def _narrate(self, assembled: AssemblyResult) -> str:

@@ -54,12 +54,13 @@ from engine.turns.options import (
     option_changes,
     tools_enabled,
 )
+from tests.fakes.roleplay_edits import FakeTurnEdits
 from tests.fakes.roleplay_state import FakeBranch, FakeFloor, FakeSession
 
 CHUNKS = 3
 
 
-class FakeRoleplayService:
+class FakeRoleplayService(FakeTurnEdits):
     """Dictionary-backed stand-in for the engine service (see the module docstring)."""
 
     def __init__(
@@ -285,6 +286,7 @@ class FakeRoleplayService:
                     pages=len(floor.pages),
                     text=floor.pages[floor.active] if shown else "",
                     character=(session.character or self.default_character) if shown else "",
+                    inputs=tuple((line.speaker.name, line.text) for line in floor.lines),
                 )
             )
         return views
