@@ -30,7 +30,7 @@ from adapters.console.terminal import TerminalConsole, session_history
 from adapters.llm import OFFLINE_ANNOUNCEMENT, ChatModelPool
 from adapters.secrets import build_secret_cipher
 from adapters.storage import SqlStorage
-from bot.config import Settings, console_card, database_location
+from bot.config import Settings, console_card, database_location, describe_model
 from bot.events import EventBus
 from bot.scheduler import build_memory_service, session_memory_on, start_memory_jobs
 from bot.startup import open_database
@@ -323,10 +323,12 @@ async def _until(stop: asyncio.Event, *tasks: asyncio.Task[Any]) -> None:
             await waiter
 
 
-def announce_database(settings: Settings) -> None:
-    """One line on standard error saying where the turns are kept (standard output stays the
-    chat's, so ``--jsonl`` is unchanged)."""
+def announce_setup(settings: Settings) -> None:
+    """Lines on standard error: where the turns are kept and which model endpoint answers, with
+    the setting that chose it (standard output stays the chat's, so ``--jsonl`` is unchanged)."""
     print(f"tavernbot: database {database_location(settings.database.url)}", file=sys.stderr)
+    if not settings.uses_offline_model:  # the offline model announces itself, once
+        print(f"tavernbot: model {describe_model(settings)}", file=sys.stderr)
 
 
 async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | None = None) -> int:
@@ -334,7 +336,7 @@ async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | N
     on_platforms = bool(_secret(settings.discord.token) or _secret(settings.telegram.token))
     # Read before the database opens, so a missing card stops at once with one line.
     default_card = None if on_platforms else console_card(settings)
-    announce_database(settings)
+    announce_setup(settings)
     async with Application(settings) as app, AsyncExitStack() as fronts:
         started: list[str] = []
         if _secret(settings.discord.token):
@@ -403,7 +405,7 @@ async def chat(
     key = SessionKey(platform="console", realm=CONSOLE_REALM, key=session)
     # Read before the database opens, so a missing card stops at once with one line.
     default_card = None if files.get("card") else console_card(settings)
-    announce_database(settings)
+    announce_setup(settings)
     async with Application(settings, recover_only=key) as app:
         frontend = await open_console(
             app,

@@ -335,3 +335,22 @@ def _shown_value(key: str, value: Any) -> str:
     if any(word in key.lower() for word in SECRET_KEY_WORDS):
         return "***"
     return repr(redact_text(value)) if isinstance(value, str) else repr(value)
+
+
+def describe_model(settings: Settings) -> str:
+    """Which model answers and the settings that chose it, as ``config check`` and the start
+    of ``run``/``chat`` say it: ``gpt-4o-mini at URL (base_url from FILE, model from
+    default)`` or ``offline provider (no base_url)``."""
+    base_url = settings.llm.base_url
+    if settings.uses_offline_model or base_url is None:
+        why = (
+            f"provider = 'offline' from {settings.source('llm', 'provider')}"
+            if base_url
+            else "no base_url"
+        )
+        return f"offline provider ({why})"
+    return (
+        f"{settings.llm.model} at {redact_url(base_url)} "
+        f"(base_url from {settings.source('llm', 'base_url')}, "
+        f"model from {settings.source('llm', 'model')})"
+    )

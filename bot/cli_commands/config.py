@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 
 from bot.cli_commands import Subcommands
-from engine.redaction import redact_url
 
 
 def register(sub: Subcommands) -> None:
@@ -19,7 +18,7 @@ def register(sub: Subcommands) -> None:
 
 def _check(args: argparse.Namespace) -> int:
     from bot.cli import settings_from
-    from bot.config import database_location
+    from bot.config import database_location, describe_model
 
     settings = settings_from(args)
     platforms = [
@@ -35,19 +34,6 @@ def _check(args: argparse.Namespace) -> int:
         f"database: {database_location(settings.database.url)} "
         f"(from {settings.source('database', 'url')})"
     )
-    base_url = settings.llm.base_url
-    if settings.uses_offline_model or base_url is None:
-        why = (
-            f"provider = 'offline' from {settings.source('llm', 'provider')}"
-            if base_url
-            else "no base_url"
-        )
-        print(f"model: offline provider ({why})")
-    else:
-        print(
-            f"model: {settings.llm.model} at {redact_url(base_url)} "
-            f"(base_url from {settings.source('llm', 'base_url')}, "
-            f"model from {settings.source('llm', 'model')})"
-        )
+    print(f"model: {describe_model(settings)}")
     print(f"platforms: {', '.join(platforms) or 'none (console)'}")
     return 0

@@ -249,3 +249,13 @@ async def test_a_missing_console_character_is_one_line_exit_2(
     assert "[console] character" in line and str(tmp_path / "cards" / "nobody.png") in line
     assert str(config) in line and "Traceback" not in err
     assert not (tmp_path / "c.db").exists()  # stopped before the database was opened
+
+
+async def test_chat_says_at_start_which_endpoint_answers_and_why(tmp_path: Path) -> None:
+    async with FakeOpenAIServer(max_requests=5) as fake:
+        write_config(tmp_path, fake.base_url)
+        env = clean_env(DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'start.db'}")
+        code, out, err = await run_cli(tmp_path, env, "chat", "--jsonl")
+    assert code == 0, err
+    assert f"tavernbot: model fake-model at {fake.base_url} (base_url from " in err
+    assert "tavernbot.toml, model from" in err and "offline" not in err + out
