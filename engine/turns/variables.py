@@ -28,17 +28,19 @@ class Variables:
     async def read(
         self, key: SessionKey, branch: str, scope: Scope | None = None
     ) -> dict[str, Any]:
-        """The merged local view (scope None) or one scope, at the head of the branch."""
+        """The merged view of all five scopes (scope None; the narrowest wins, so ``global``
+        shows where no other scope has the name) or one scope, at the head of the branch."""
         _, target = await self._sessions.target(key, branch)
         state = await self._variables.state(target.id)
-        return state.local() if scope is None else dict(state.scope(scope))
+        return state.merged() if scope is None else dict(state.scope(scope))
 
     async def set(
         self, key: SessionKey, branch: str, name: str, value: Any, scope: Scope = "chat"
     ) -> None:
-        """An explicit write to one scope."""
+        """An explicit write to one scope; a ``floor`` or ``page`` write lands on the latest
+        floor and its active page at once (a branch with no floor yet refuses it)."""
         _, target = await self._sessions.target(key, branch)
-        await self._variables.set(target.id, scope, name, value)
+        await self._variables.set(target.id, scope, name, value, current=True)
         emit(
             self._events,
             "variable.set",
@@ -49,9 +51,9 @@ class Variables:
         )
 
     async def delete(self, key: SessionKey, branch: str, name: str, scope: Scope = "chat") -> None:
-        """An explicit delete in one scope."""
+        """An explicit delete in one scope, placed like :meth:`set`."""
         _, target = await self._sessions.target(key, branch)
-        await self._variables.delete(target.id, scope, name)
+        await self._variables.delete(target.id, scope, name, current=True)
         emit(
             self._events,
             "variable.deleted",

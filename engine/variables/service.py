@@ -6,12 +6,13 @@ workflow's (kept in memory, handed to ``TimelineService.commit_page``); see
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from engine.errors import LimitExceededError
 from engine.ports import Storage, UnitOfWork
 from engine.timeline.errors import PageTransitionError, TimelineNotFoundError
-from engine.timeline.values import Floor
+from engine.timeline.values import Branch, Floor
 from engine.variables import store
 from engine.variables.fold import delta_of
 from engine.variables.values import (
@@ -100,23 +101,53 @@ class VariableService:
             )
 
     async def set(
-        self, branch_id: int, scope: Scope, key: str, value: Any, *, page_id: int | None = None
+        self,
+        branch_id: int,
+        scope: Scope,
+        key: str,
+        value: Any,
+        *,
+        page_id: int | None = None,
+        current: bool = False,
     ) -> None:
         """An explicit write (``/vars set --scope``, tools). ``branch`` and ``floor`` writes
         land before the branch's next floor (the open floor, if one is in progress); ``page``
-        writes need the id of a pending page of this branch."""
-        await self.write(branch_id, Mutation.set(scope, key, value), page_id=page_id)
+        writes need the id of a pending page of this branch. ``current`` (a player's write):
+        with no floor in progress, ``floor`` and ``page`` writes land at once on the newest
+        committed floor the branch sees and its active page (:meth:`write`)."""
+        mutation = Mutation.set(scope, key, value)
+        await self.write(branch_id, mutation, page_id=page_id, current=current)
 
     async def delete(
-        self, branch_id: int, scope: Scope, key: str, *, page_id: int | None = None
+        self,
+        branch_id: int,
+        scope: Scope,
+        key: str,
+        *,
+        page_id: int | None = None,
+        current: bool = False,
     ) -> None:
         """An explicit delete; placed like :meth:`set`."""
-        await self.write(branch_id, Mutation.delete(scope, key), page_id=page_id)
+        mutation = Mutation.delete(scope, key)
+        await self.write(branch_id, mutation, page_id=page_id, current=current)
 
     async def write(
-        self, branch_id: int, mutation: Mutation, *, page_id: int | None = None
+        self,
+        branch_id: int,
+        mutation: Mutation,
+        *,
+        page_id: int | None = None,
+        current: bool = False,
     ) -> None:
-        """Apply one explicit mutation now (logged, and materialised)."""
+        """Apply one explicit mutation now (logged, and materialised).
+
+        ``current``: a ``floor`` or ``page`` write without a floor in progress goes to the
+        branch's newest committed floor and the page it sees active, as a player who types
+        ``/setvar x 1 floor`` means "this floor, now" (without it, a floor write waits for
+        the next floor and a page write needs a pending page). The entry is tied to that
+        page, so the floor scope keeps it while the page is active, after the page's own
+        writes (:func:`~engine.variables.store.floor_scope`). A branch with no floor yet
+        refuses it (:class:`TimelineNotFoundError`)."""
         check_scope(mutation.scope)
         if mutation.op == "set":
             check_storable(mutation.key, mutation.value)
@@ -127,10 +158,16 @@ class VariableService:
                 value=MAX_KEY_LENGTH,
             )
         async with self._storage.unit_of_work() as uow:
-            await self._write(uow, branch_id, mutation, page_id)
+            await self._write(uow, branch_id, mutation, page_id, current=current)
 
     async def _write(
-        self, uow: UnitOfWork, branch_id: int, mutation: Mutation, page_id: int | None
+        self,
+        uow: UnitOfWork,
+        branch_id: int,
+        mutation: Mutation,
+        page_id: int | None,
+        *,
+        current: bool,
     ) -> None:
         branch = await uow.branches.get(branch_id)
         await uow.branches.lock(branch.id)
@@ -149,6 +186,11 @@ class VariableService:
             await uow.variables.append([entry])
             await uow.variables.change(scope, owner, delta)
             return
+        if current and page_id is None and scope in ("floor", "page"):
+            latest = await uow.floors.latest(branch.id)
+            if latest is None or latest.state in ("committed", "failed"):
+                await _write_at_head(uow, branch, entry)
+                return
         if scope == "page":
             if page_id is None:
                 raise PageTransitionError("a page-scope write needs the pending page it is for")
@@ -222,6 +264,30 @@ class VariableService:
                 )
             )
         return result
+
+
+async def _write_at_head(uow: UnitOfWork, branch: Branch, entry: NewLogEntry) -> None:
+    """Log and materialise a ``floor`` or ``page`` write on the newest committed floor the
+    branch sees, tied to the page it sees active (see :meth:`VariableService.write`)."""
+    lineage = await store.lineage_of(uow, branch)
+    head = await store.head_of(uow, lineage)
+    seen = await store.lineage_pages(uow, lineage, head, head) if head >= 1 else []
+    if not seen:
+        raise TimelineNotFoundError(
+            f"branch {branch.name!r} has no floor yet: {entry.mutation.scope} variables "
+            "belong to a floor, so play a turn first"
+        )
+    floor, page = seen[-1]
+    # Positioned on the floor's own branch, where every branch that sees the floor looks.
+    placed = replace(
+        entry, branch_id=floor.branch_id, seq=floor.seq, floor_id=floor.id, page_id=page.id
+    )
+    await uow.variables.append([placed])
+    delta = delta_of([entry.mutation], entry.mutation.scope)
+    if entry.mutation.scope == "page":
+        await uow.variables.change("page", page.id, delta)
+    elif page.number == floor.active_page:  # the materialised floor scope follows it
+        await uow.variables.change("floor", floor.id, delta)
 
 
 def _at(entry: NewLogEntry, *, seq: int, floor_id: int | None, page_id: int | None) -> NewLogEntry:

@@ -153,12 +153,16 @@ async def branch_state(
 
 
 async def floor_scope(uow: UnitOfWork, floor: Floor, page: Page | None) -> dict[str, Any]:
-    """A floor's floor scope as ``page`` (None: no page yet) leaves it, from the log."""
+    """A floor's floor scope as ``page`` (None: no page yet) leaves it, from the log: the
+    explicit writes made for the whole floor (before or while it generated), then the page's
+    own writes, then the explicit writes made on that page after it committed (a player's
+    ``/setvar NAME VALUE floor``; those of another page are not this page's)."""
     explicit = await uow.variables.explicit(floor.branch_id, floor.seq, floor.seq, "floor")
-    state = fold((e.mutation for e in explicit), "floor")
+    state = fold((e.mutation for e in explicit if e.page_id is None), "floor")
     if page is not None:
         logs = await uow.variables.page_log([page.id], "floor")
         state = fold(logs.get(page.id, ()), "floor", state)
+        state = fold((e.mutation for e in explicit if e.page_id == page.id), "floor", state)
     return state
 
 
