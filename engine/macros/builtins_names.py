@@ -35,12 +35,38 @@ def _setting(env: MacroEnv, key: str, default: bool) -> bool:
     return bool(value)
 
 
+def _group_names(env: MacroEnv, *, muted: bool, speaker: bool) -> str | None:
+    """SillyTavern's ``getGroupValue`` (MacroEnvBuilder): the override if set, else the
+    members' names joined with ", " (muted ones only with ``muted``, the speaker only with
+    ``speaker``), else ``None`` outside a group."""
+    if env.group is not None:
+        return env.group
+    members = env.context.group_members
+    if not members:
+        return None
+    muted_names = env.context.group_muted
+    return ", ".join(
+        name
+        for name in members
+        if (muted or name not in muted_names) and (speaker or name != env.char)
+    )
+
+
 def _group(env: MacroEnv, args: list[str]) -> str:
-    return env.group if env.group is not None else env.char
+    names = _group_names(env, muted=True, speaker=True)
+    return env.char if names is None else names
+
+
+def _group_not_muted(env: MacroEnv, args: list[str]) -> str:
+    names = _group_names(env, muted=False, speaker=True)
+    return env.char if names is None else names
 
 
 def _not_char(env: MacroEnv, args: list[str]) -> str:
-    return env.group if env.group is not None else env.user
+    # SillyTavern's macro engine leaves the user out in a group and muted members too
+    # (getGroupValue with filterOutChar and the default includeMuted=false); solo it is the user.
+    names = _group_names(env, muted=False, speaker=False)
+    return env.user if names is None else names
 
 
 def _scenario(env: MacroEnv, args: list[str]) -> str:
@@ -101,7 +127,7 @@ def install(registry: Registry) -> None:
         MacroDef(name="userName", handler=lambda e, a: e.user),
         MacroDef(name="assistantName", handler=lambda e, a: e.char),
         MacroDef(name="group", aliases=("charIfNotGroup",), handler=_group),
-        MacroDef(name="groupNotMuted", handler=_group),
+        MacroDef(name="groupNotMuted", handler=_group_not_muted),
         MacroDef(name="notChar", handler=_not_char),
         MacroDef(name="charPrompt", handler=_char_prompt),
         MacroDef(name="charInstruction", handler=_char_instruction),

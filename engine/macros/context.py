@@ -56,11 +56,16 @@ class MacroContext:
     ``settings`` holds SillyTavern-style options (``instruct``, ``context``, ``sysprompt``,
     ``reasoning``, ``prefer_character_prompt``, ``max_context``, ``max_response``, ...).
     ``extra`` holds data put there by context providers for extension macros.
+    ``group_members`` (list order) and ``group_muted`` make it a group chat for ``{{group}}``,
+    ``{{groupNotMuted}}`` and ``{{notChar}}``; ``group``, when set, overrides all three, as
+    SillyTavern's ``groupOverride`` does.
     """
 
     user: str = "User"
     char: str = "Character"
     group: str | None = None
+    group_members: list[str] = field(default_factory=list)
+    group_muted: list[str] = field(default_factory=list)
     card: CardFields = field(default_factory=CardFields)
     chat: list[ChatMessage] = field(default_factory=list)
     local: dict[str, Any] = field(default_factory=dict)

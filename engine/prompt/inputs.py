@@ -9,6 +9,7 @@ from typing import Final, Literal, Protocol, runtime_checkable
 
 from engine.formats.cards import CharacterCard
 from engine.formats.preset import Preset
+from engine.group.settings import GenerationMode
 from engine.prompt.ir import Mode, Role
 from engine.prompt.wi_sources import BookSource, WorldInfoSettings
 from engine.prompt.wi_timed import TimedState
@@ -220,6 +221,39 @@ class CharacterFields:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GroupPrompt:
+    """The group around the speaker (:attr:`AssemblyInput.character`), for a group turn.
+
+    ``members`` are every member's fields in list order, the speaker's included (assembly
+    uses :attr:`AssemblyInput.character` for the speaker, so the caller's chat overrides
+    apply to it); ``muted`` names the muted ones. In ``join`` mode the description,
+    personality, scenario and examples of every member (muted ones only with ``join_muted``,
+    or when speaking) are joined, each wrapped by ``join_prefix``/``join_suffix``, where
+    ``{{char}}`` is that member and ``<FIELDNAME>`` the field's name; each member's depth
+    prompt goes into the chat. ``scenario_override``/``examples_override`` are the chat's own
+    scenario and examples, which replace the joined ones as in SillyTavern."""
+
+    members: tuple[CharacterFields, ...]
+    muted: tuple[str, ...] = ()
+    mode: GenerationMode = "swap"
+    join_muted: bool = False
+    join_prefix: str = ""
+    join_suffix: str = ""
+    scenario_override: str = ""
+    examples_override: str = ""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every member's name in list order (``{{group}}``)."""
+        return tuple(member.name for member in self.members)
+
+    @property
+    def unmuted_names(self) -> tuple[str, ...]:
+        """The unmuted members' names in list order (``{{groupNotMuted}}``)."""
+        return tuple(m.name for m in self.members if m.name not in self.muted)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Persona:
     """The user's persona: its description and where it goes."""
 
@@ -267,7 +301,8 @@ class InstanceInput:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AssemblyInput:
     """Everything one assembly needs. ``user_input`` (if any) is the newest user message and
-    is not part of ``history``. ``max_context``/``max_tokens`` override the preset's values."""
+    is not part of ``history``. ``max_context``/``max_tokens`` override the preset's values.
+    ``group`` makes it a group turn, ``character`` being the speaker."""
 
     preset: Preset
     character: CharacterFields
@@ -286,9 +321,15 @@ class AssemblyInput:
     seed: int | str = 0
     dry_run: bool = False
     pin_examples: bool = False
-    is_group: bool = False
+    group: GroupPrompt | None = None
     use_prefill: bool = False
     memory: Sequence[MemoryItem] = ()
     memory_position: MemoryPosition = "before_chat"
     instances: Sequence[InstanceInput] = ()
     tool_results: Sequence[str] = ()
+
+    @property
+    def is_group(self) -> bool:
+        """Whether this is a group turn (a :class:`GroupPrompt` is given): the group chat
+        prompt and nudge are used and other speakers' lines carry their names."""
+        return self.group is not None

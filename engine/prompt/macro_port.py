@@ -37,7 +37,14 @@ from engine.macros.diagnostics import (
     Phase,
 )
 from engine.macros.limits import TURN_MACRO_STEPS
-from engine.prompt.inputs import GAME_MASTER, CharacterFields, HistoryLine, Origin, Persona
+from engine.prompt.inputs import (
+    GAME_MASTER,
+    CharacterFields,
+    GroupPrompt,
+    HistoryLine,
+    Origin,
+    Persona,
+)
 from engine.variables.values import MAX_WRITES_PER_PAGE
 
 # How many recent messages the macro context carries ({{lastMessage}} and friends need only
@@ -242,9 +249,12 @@ def macro_context(
     global_vars: dict[str, Any] | None = None,
     seed: int | str | None = None,
     chat_id: str | None = None,
+    group: GroupPrompt | None = None,
 ) -> MacroContext:
     """A macro context for assembling a prompt: names, card fields, persona, the newest
-    messages (oldest first, at most :data:`MACRO_CHAT_TAIL`) and the variable views."""
+    messages (oldest first, at most :data:`MACRO_CHAT_TAIL`) and the variable views.
+    ``group`` (a group turn, ``character`` being the speaker) gives ``{{group}}``,
+    ``{{groupNotMuted}}`` and ``{{notChar}}`` the members' names."""
     tail = list(recent)[-MACRO_CHAT_TAIL:]
     return MacroContext(
         user=user_name,
@@ -266,4 +276,6 @@ def macro_context(
         seed=seed,
         chat_id=chat_id,
         input=user_input,
+        group_members=list(group.names) if group is not None else [],
+        group_muted=list(group.muted) if group is not None else [],
     )

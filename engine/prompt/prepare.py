@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from engine.prompt.budget import REPLY_PRIMING_TOKENS, TokenCounter
 from engine.prompt.examples import parse_mes_examples
+from engine.prompt.group_join import joined_fields, member_depth_prompts
 from engine.prompt.history import CursorWindow, HistoryCursor
 from engine.prompt.inchat import ExtensionPrompt, section
 from engine.prompt.inputs import (
@@ -75,6 +76,11 @@ class Prepared:
             return ""
         merged = {**self.env, **env} if env else self.env
         return self.macros.render(text, source=source, origin=origin, env=merged)
+
+    def render_card(self, text: str, source: str, env: Mapping[str, object] | None) -> str:
+        """Expand macros in a game master's card text (a group member's, with ``char`` in
+        ``env`` naming that member)."""
+        return self.render(text, source, env, origin=GAME_MASTER)
 
 
 def note_due(interval: int, user_messages: int) -> bool:
@@ -144,6 +150,9 @@ def prepare(
             value = prep.render(value, f"card.{name}", origin=GAME_MASTER)
         text = value.replace("\r", "")
         prep.fields[name] = Rendered(text=text, sections=(section("card", name, text),))
+    # A join-mode group puts every member's card in place of the speaker's own.
+    for name, joined in joined_fields(inp, prep.render_card).items():
+        prep.fields[name] = Rendered(text=joined.text, sections=joined.sections)
     # A persona is typed by its player (Discord /persona set, Telegram's persona command).
     persona_text = prep.render(inp.persona.description, "persona", origin=PLAYER)
     prep.fields["persona"] = Rendered(
@@ -237,7 +246,10 @@ def _extensions(prep: Prepared) -> None:
     inp = prep.inp
     f = prep.fields
     out = prep.extensions
-    if f["depth_prompt"].text:
+    members = member_depth_prompts(inp, prep.render_card)
+    if members:
+        out.extend(members)  # join mode: each member's depth prompt, the speaker's among them
+    elif f["depth_prompt"].text:
         out.append(
             ExtensionPrompt(
                 key="DEPTH_PROMPT",

@@ -10,6 +10,7 @@ from engine.prompt.budget import REPLY_PRIMING_TOKENS, TOKENS_PER_MESSAGE, Budge
 from engine.prompt.inputs import (
     AssemblyInput,
     CharacterFields,
+    GroupPrompt,
     HistoryLine,
     InstanceInput,
     MemoryItem,
@@ -267,6 +268,7 @@ def test_continue_with_nudge_or_prefill() -> None:
 
 
 def test_group_nudge_follows_the_history() -> None:
-    result = run(HISTORY_ONLY, chat("hi"), is_group=True)
+    group = GroupPrompt(members=(CharacterFields(name="Sera"), CharacterFields(name="Bram")))
+    result = run(HISTORY_ONLY, chat("hi"), group=group)
     assert contents(result)[-1] == "[Write the next reply only as {{char}}.]"
     assert contents(result)[0].startswith("[Start a new group chat.")
