@@ -233,8 +233,11 @@ class WindowMessage(NamedTuple):
 class FloorRepository(Protocol):
     """Floors. Their ``seq`` is unique per branch among floors that have not failed."""
 
-    async def add(self, *, branch_id: int, seq: int, owner: str | None = None) -> Floor:
-        """Create a draft floor opened by process lease ``owner``."""
+    async def add(
+        self, *, branch_id: int, seq: int, owner: str | None = None, speaker: str | None = None
+    ) -> Floor:
+        """Create a draft floor opened by process lease ``owner``, replied by ``speaker``
+        (a group member; None: the session's character)."""
         ...
 
     async def get(self, floor_id: int) -> Floor:
@@ -285,9 +288,12 @@ class FloorRepository(Protocol):
         seq: int,
         inputs: Sequence[NewMessage],
         owner: str | None = None,
+        speaker: str | None = None,
+        seed: int | None = None,
     ) -> tuple[Floor, Page]:
         """Create floor ``seq`` already ``generating``, with its input messages (numbered
-        from 1) and its pending page 1 (empty meta), both owned by process lease ``owner``."""
+        from 1) and its pending page 1 (empty meta), both owned by process lease ``owner``;
+        ``speaker`` and ``seed`` are recorded on the floor (see :class:`Floor`)."""
         ...
 
     async def window(

@@ -78,6 +78,8 @@ def floor(row: Columns) -> Floor:
         created_at=aware(row.created_at),
         updated_at=aware(row.updated_at),
         owner=row.owner,
+        speaker=row.speaker,
+        seed=row.seed,
     )
 
 

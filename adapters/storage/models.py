@@ -109,6 +109,10 @@ class FloorRow(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     # The process lease that opened the floor (NULL on floors older than leases).
     owner: Mapped[str | None] = mapped_column(String(64))
+    # Group role-play: the member who replies on this floor (NULL: the session's character)
+    # and the activation seed of the group turn it starts (NULL on every other floor).
+    speaker: Mapped[str | None] = mapped_column(String(200))
+    seed: Mapped[int | None] = mapped_column(Integer)
 
 
 class PageRow(Base):

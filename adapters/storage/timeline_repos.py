@@ -178,7 +178,9 @@ class SqlBranches(_Repo):
 class SqlFloors(_Repo):
     """Floors."""
 
-    async def add(self, *, branch_id: int, seq: int, owner: str | None = None) -> Floor:
+    async def add(
+        self, *, branch_id: int, seq: int, owner: str | None = None, speaker: str | None = None
+    ) -> Floor:
         now = utcnow()
         stmt = (
             insert(FLOOR)
@@ -189,6 +191,7 @@ class SqlFloors(_Repo):
                 created_at=now,
                 updated_at=now,
                 owner=owner,
+                speaker=speaker,
             )
             .returning(*FLOOR.c)
         )
@@ -278,6 +281,8 @@ class SqlFloors(_Repo):
         seq: int,
         inputs: Sequence[NewMessage],
         owner: str | None = None,
+        speaker: str | None = None,
+        seed: int | None = None,
     ) -> tuple[Floor, Page]:
         now = utcnow()
         stmt = (
@@ -289,6 +294,8 @@ class SqlFloors(_Repo):
                 created_at=now,
                 updated_at=now,
                 owner=owner,
+                speaker=speaker,
+                seed=seed,
             )
             .returning(*FLOOR.c)
         )

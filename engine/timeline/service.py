@@ -181,16 +181,19 @@ async def open_generating(
     inputs: Sequence[NewMessage],
     *,
     owner: str | None = None,
+    speaker: str | None = None,
+    seed: int | None = None,
 ) -> OpenedFloor:
     """Inside ``uow``: a turn's new floor after the branch's head, already ``generating``
     with ``inputs`` and a pending page 1; its floor scope (explicit writes made for it) is
     materialised. ``branches``: every branch of the session, read in ``uow``.
     BranchBusyError while another floor or page of the branch is in progress. The caller
     emits ``floor.created`` once ``uow`` has committed. ``owner``: the process lease the
-    floor and page belong to."""
+    floor and page belong to; ``speaker`` and ``seed``: a group reply's member and its turn's
+    activation seed (see :class:`~engine.timeline.values.Floor`)."""
     seq, found = await _next_floor(uow, branch, branches, inputs)
     floor, page = await uow.floors.open_generating(
-        branch_id=branch.id, seq=seq, inputs=inputs, owner=owner
+        branch_id=branch.id, seq=seq, inputs=inputs, owner=owner, speaker=speaker, seed=seed
     )
     scope = await _settle_new_floor(uow, branch, floor, inputs, found)
     return OpenedFloor(floor=floor, page=page, floor_scope=scope)
@@ -330,15 +333,24 @@ class TimelineService:
 
     # ------------------------------------------------------------------ floors
 
-    async def open_floor(self, branch_id: int, inputs: Sequence[NewMessage] = ()) -> Floor:
+    async def open_floor(
+        self,
+        branch_id: int,
+        inputs: Sequence[NewMessage] = (),
+        *,
+        speaker: str | None = None,
+    ) -> Floor:
         """A new ``draft`` floor after the branch's newest floor (a failed one keeps its
-        number), holding the user's input messages; the checks are :func:`open_generating`'s.
+        number), holding the user's input messages and replied by ``speaker`` (a group
+        member; None: the session's character); the checks are :func:`open_generating`'s.
         BranchBusyError while another floor or page of the branch is in progress."""
         async with self._storage.unit_of_work() as uow:
             branch = await uow.branches.get(branch_id)
             branches = await uow.branches.list(branch.session_id)
             seq, found = await _next_floor(uow, branch, branches, inputs)
-            floor = await uow.floors.add(branch_id=branch.id, seq=seq, owner=self.owner)
+            floor = await uow.floors.add(
+                branch_id=branch.id, seq=seq, owner=self.owner, speaker=speaker
+            )
             await uow.messages.add(floor_id=floor.id, page_id=None, messages=inputs)
             await _settle_new_floor(uow, branch, floor, inputs, found)
         self._emit("floor.created", branch_id=branch_id, floor=floor.seq)

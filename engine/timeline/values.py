@@ -123,7 +123,12 @@ class Branch:
 class Floor:
     """One turn on a branch; ``active_page`` is the number of its active page (None until a
     page commits). ``owner``: the process that opened it (its lease id; None on rows older
-    than leases), so start-up recovery fails it only once that process is gone."""
+    than leases), so start-up recovery fails it only once that process is gone.
+
+    Group role-play: ``speaker`` is the member whose reply the floor holds (None: the
+    session's character, as on every solo floor); ``seed`` is the activation seed of the
+    group turn whose first floor this is (None on every other floor), so re-running the
+    activation with it names the same speakers."""
 
     id: int
     branch_id: int
@@ -135,6 +140,8 @@ class Floor:
     created_at: datetime
     updated_at: datetime
     owner: str | None = None
+    speaker: str | None = None
+    seed: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
