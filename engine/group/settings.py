@@ -8,8 +8,9 @@ format (:mod:`engine.formats.st_group`) keeps SillyTavern's avatar file names.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 from engine.errors import ConfigurationError
 
@@ -29,6 +30,9 @@ GenerationMode = Literal["swap", "join"]
 ``join`` every member's description, personality, scenario and examples, each wrapped by the
 join prefix and suffix (SillyTavern's ``generation_mode`` SWAP and APPEND)."""
 GENERATION_MODES: Final[tuple[GenerationMode, ...]] = get_args(GenerationMode)
+
+GROUP_SETTING: Final = "group"
+"""The key of a session's group in its settings JSON (absent: a solo session)."""
 
 MAX_GROUP_MEMBERS: Final = 16
 """Most characters one group holds. Each member answering a turn is one model call and one
@@ -88,6 +92,46 @@ class GroupSettings:
     def is_muted(self, name: str) -> bool:
         """Whether ``name`` is a muted member."""
         return name in self.muted
+
+    def to_json(self) -> dict[str, Any]:
+        """The object stored under :data:`GROUP_SETTING` in a session's settings."""
+        return {
+            "members": list(self.members),
+            "muted": list(self.muted),
+            "strategy": self.strategy,
+            "mode": self.mode,
+            "join_muted": self.join_muted,
+            "join_prefix": self.join_prefix,
+            "join_suffix": self.join_suffix,
+            "allow_self_responses": self.allow_self_responses,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GroupSettings:
+        """Read :meth:`to_json`'s object back (missing keys take their defaults);
+        ConfigurationError when it does not describe a valid group."""
+        default = cls(members=("_",))
+        return cls(
+            members=tuple(str(name) for name in data.get("members") or ()),
+            muted=tuple(str(name) for name in data.get("muted") or ()),
+            strategy=data.get("strategy", default.strategy),
+            mode=data.get("mode", default.mode),
+            join_muted=bool(data.get("join_muted", default.join_muted)),
+            join_prefix=str(data.get("join_prefix", default.join_prefix)),
+            join_suffix=str(data.get("join_suffix", default.join_suffix)),
+            allow_self_responses=bool(
+                data.get("allow_self_responses", default.allow_self_responses)
+            ),
+        )
+
+
+def group_of(extra: Mapping[str, Any]) -> GroupSettings | None:
+    """The group stored in a session's settings (their ``extra`` keys), None for a solo
+    session; the one place the stored object becomes :class:`GroupSettings`."""
+    data = extra.get(GROUP_SETTING)
+    if not isinstance(data, Mapping):
+        return None
+    return GroupSettings.from_json(data)
 
 
 def _first_repeat(names: tuple[str, ...]) -> str | None:

@@ -82,11 +82,13 @@ class ReplyView:
     character: str
     avatar_url: str | None = None
     failed: bool = False
-    error: str | None = None
-    """Why a failed floor has no reply (the message stored with it, safe to show)."""
     inputs: tuple[tuple[str, str], ...] = ()
     """The floor's visible user input as ``(speaker name, text)`` pairs, first first (empty for
     a greeting floor, and where the caller only answers a turn)."""
+    unanswered: bool = False
+    """A group turn nobody answered (manual strategy, or nobody chosen): the floor keeps the
+    user's lines with no reply (``text`` and ``character`` empty); ``speak`` makes a member
+    answer."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -132,6 +134,14 @@ class SessionInfo:
     """The branch a chat without threads or topics plays on (Telegram ``/branch``)."""
     author_note: AuthorNote | None = None
     """The session's Author's Note (:mod:`engine.turns.notes`), None when it has none."""
+    members: tuple[str, ...] = ()
+    """A group session's characters in list order (empty: a solo session)."""
+    muted: tuple[str, ...] = ()
+    """The group's muted members (they speak only when called with ``speak``)."""
+    strategy: str | None = None
+    """The group's activation strategy (natural, list, pooled, manual); None when solo."""
+    group_mode: str | None = None
+    """The group's generation mode (swap, join); None when solo."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -177,6 +187,10 @@ class MemoryView:
 
 OnText = Callable[[str], Awaitable[None]]
 """Streaming callback: receives the reply's visible text so far, after each chunk."""
+OnSpeaker = Callable[[str], Awaitable[None]]
+"""Group callback: the name of the member whose reply starts now (``on_text`` streams it)."""
+OnReply = Callable[["ReplyView"], Awaitable[None]]
+"""Group callback: one reply of the turn, committed (each reply is its own floor)."""
 
 STOP_TURN: Final = "stop the turn, keep what was streamed"
 """The message a front end cancels a turn's task with (``task.cancel(STOP_TURN)``) to stop its
@@ -203,8 +217,47 @@ class RoleplayService(Protocol):
         lines: Sequence[UserLine],
         *,
         on_text: OnText | None = None,
+        on_speaker: OnSpeaker | None = None,
+        on_reply: OnReply | None = None,
     ) -> ReplyView:
-        """Record ``lines`` as one new floor, generate and commit the reply."""
+        """Record ``lines`` as one new floor, generate and commit the reply. In a group the
+        members the strategy chooses answer one after another, each on its own floor
+        (``on_speaker`` before each reply, ``on_reply`` after each commit); the last reply's
+        view is returned (``unanswered`` when nobody answered)."""
+        ...
+
+    async def speak(
+        self,
+        key: SessionKey,
+        branch: str,
+        name: str,
+        *,
+        on_text: OnText | None = None,
+        on_reply: OnReply | None = None,
+    ) -> ReplyView:
+        """Make the member ``name`` answer now, on a new floor (``/group speak NAME``)."""
+        ...
+
+    async def add_member(self, key: SessionKey, name: str) -> SessionInfo:
+        """Add the realm's card ``name`` to the session's group (a solo session becomes a
+        group, its character the first member)."""
+        ...
+
+    async def remove_member(self, key: SessionKey, name: str) -> SessionInfo:
+        """Take ``name`` out of the session's group; with one member left the session is
+        solo again, playing that member."""
+        ...
+
+    async def mute_member(self, key: SessionKey, name: str, muted: bool) -> SessionInfo:
+        """Mute or unmute a member: a muted member speaks only when called with ``speak``."""
+        ...
+
+    async def set_group_strategy(self, key: SessionKey, strategy: str) -> SessionInfo:
+        """Set who answers a turn: natural, list, pooled or manual."""
+        ...
+
+    async def set_group_mode(self, key: SessionKey, mode: str) -> SessionInfo:
+        """Set how the members' cards enter the prompt: swap or join."""
         ...
 
     async def regenerate(

@@ -180,8 +180,8 @@ async def read_turn(
         branches = await uow.branches.list(session.id)
     branch = next(b for b in branches if b.id == floor.branch_id)
     lineage = build_lineage(branch, branches)
-    if assets is None:
-        assets = await load_assets(uow, session)
+    if assets is None:  # a group floor plays its own speaker's card
+        assets = await load_assets(uow, session, speaker=floor.speaker)
     char_name = assets.character.name
     last = floor.seq if mode == "continue" else floor.seq - 1
     pairs = await window_pages(uow, lineage, max(1, last - window + 1), last) if last >= 1 else []

@@ -20,8 +20,9 @@ from engine.formats.regex_scripts import (
     parse_regex_scripts,
 )
 from engine.formats.worldbook import character_book_to_worldbook, parse_worldbook
+from engine.group.settings import GroupSettings, group_of
 from engine.ports import UnitOfWork
-from engine.prompt.inputs import CharacterFields
+from engine.prompt.inputs import CharacterFields, GroupPrompt
 from engine.prompt.wi_sources import BookSource
 from engine.timeline.values import Asset, AssetKind, Session
 
@@ -46,6 +47,12 @@ class SessionAssets:
     books: tuple[BookSource, ...] = ()
     scripts: tuple[RegexScript, ...] = ()
     profiles: Mapping[str, Any] = field(default_factory=dict)
+    group: GroupPrompt | None = None
+    """A group session's members around the speaker (``character``); None when solo."""
+    settings: GroupSettings | None = None
+    """The group's settings (strategy, muted members...); None when solo."""
+    talkativeness: Mapping[str, float] = field(default_factory=dict)
+    """Each member's talkativeness from its card (members without a card are left out)."""
 
 
 class ParsedAssets:
@@ -95,25 +102,46 @@ def _scripts(asset: Asset) -> tuple[RegexScript, ...]:
     return tuple(parse_regex_scripts(asset.data.get("scripts", []), source=asset.name))
 
 
-async def load_assets(uow: UnitOfWork, session: Session) -> SessionAssets:
+def speaking(session: Session, speaker: str | None) -> str | None:
+    """The name of the card a reply plays: ``speaker`` (a floor's recorded member) when
+    given, else the session's character; in a group whose character is not a member, the
+    first member."""
+    if speaker:
+        return speaker
+    character = session.settings.character
+    group = group_of(session.settings.extra)
+    if group is not None and character not in group.members:
+        return group.members[0]
+    return character
+
+
+async def load_assets(
+    uow: UnitOfWork, session: Session, *, speaker: str | None = None
+) -> SessionAssets:
     """Parse the card, preset, world books and regex sets the session is bound to (one read
-    for all of them; parsed values come from :data:`PARSED` while an asset is unchanged)."""
+    for all of them; parsed values come from :data:`PARSED` while an asset is unchanged).
+    In a group the card is the one of ``speaker`` (see :func:`speaking`) and every member's
+    card is read too, for :attr:`SessionAssets.group`."""
     settings = session.settings
+    group = group_of(settings.extra)
+    name = speaking(session, speaker)
     wanted: list[tuple[AssetKind, str]] = [(PROFILE_ASSET, PROFILE_ASSET_NAME)]  # type: ignore[list-item]
-    if settings.character:
-        wanted.append(("card", settings.character))
+    if name:
+        wanted.append(("card", name))
+    if group is not None:
+        wanted.extend(("card", member) for member in group.members if member != name)
     if settings.preset:
         wanted.append(("preset", settings.preset))
     wanted.extend(("worldbook", name) for name in settings.worldbooks)
     wanted.extend(("regex", name) for name in settings.regex_sets)
     found = {(a.kind, a.name): a for a in await uow.assets.get_many(session.realm_id, wanted)}
     card: CharacterCard | None = None
-    if settings.character and (asset := found.get(("card", settings.character))) is not None:
+    if name and (asset := found.get(("card", name))) is not None:
         card = PARSED.get(asset, _card)
     character = (
         CharacterFields.from_card(card)
         if card is not None
-        else CharacterFields(name=settings.character or DEFAULT_CHARACTER)
+        else CharacterFields(name=name or DEFAULT_CHARACTER)
     )
     preset = Preset(source="(default preset)")
     if settings.preset and (asset := found.get(("preset", settings.preset))) is not None:
@@ -146,7 +174,41 @@ async def load_assets(uow: UnitOfWork, session: Session) -> SessionAssets:
         books=tuple(books),
         scripts=tuple(scripts),
         profiles=profiles.data if profiles is not None else {},
+        **_group_parts(group, name, character, found),
     )
+
+
+def _group_parts(
+    group: GroupSettings | None,
+    name: str | None,
+    speaker: CharacterFields,
+    found: Mapping[tuple[AssetKind, str], Asset],
+) -> dict[str, Any]:
+    """The group fields of :class:`SessionAssets` (none for a solo session)."""
+    if group is None:
+        return {}
+    members: list[CharacterFields] = []
+    talkativeness: dict[str, float] = {}
+    for member in group.members:
+        asset = found.get(("card", member))
+        card = PARSED.get(asset, _card) if asset is not None else None
+        if card is not None:
+            talkativeness[member] = card.talkativeness
+        if member == name:
+            members.append(speaker)
+        else:
+            members.append(
+                CharacterFields.from_card(card) if card else CharacterFields(name=member)
+            )
+    prompt = GroupPrompt(
+        members=tuple(members),
+        muted=group.muted,
+        mode=group.mode,
+        join_muted=group.join_muted,
+        join_prefix=group.join_prefix,
+        join_suffix=group.join_suffix,
+    )
+    return {"group": prompt, "settings": group, "talkativeness": talkativeness}
 
 
 def card_fields(assets: SessionAssets) -> dict[str, str]:

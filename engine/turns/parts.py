@@ -10,6 +10,7 @@ constructor, so the arrows between them are all here:
 - :class:`~engine.turns.personas.Personas` — the realm's personas (cached).
 - :class:`~engine.turns.variables.Variables` — reads and explicit writes of variables.
 - :class:`~engine.turns.assets.Assets` — the realm's assets a session uses.
+- :class:`~engine.turns.members.Members` — a session's group: members, muting, strategy.
 - :class:`~engine.turns.profile_store.ProfileStore` — LLM profiles and bindings.
 - :class:`~engine.turns.memory_access.MemoryAccess` — retrieval, after-commit tasks, listing.
 - :class:`~engine.turns.links.PlatformLinks` — platform message ids to floors and pages.
@@ -36,6 +37,7 @@ from engine.turns.branches import Branches
 from engine.turns.failures import TurnFailures
 from engine.turns.links import PlatformLinks
 from engine.turns.locks import BranchLocks
+from engine.turns.members import Members
 from engine.turns.memory_access import MemoryAccess
 from engine.turns.options import SessionDefaults
 from engine.turns.pages import Pages
@@ -65,6 +67,7 @@ class Parts:
     personas: Personas
     variables: Variables
     assets: Assets
+    members: Members
     profiles: ProfileStore
     memory: MemoryAccess
     links: PlatformLinks
@@ -106,6 +109,7 @@ def build_parts(
         personas=personas,
         variables=Variables(sessions, variables, events=events),
         assets=Assets(sessions, assets, events=events),
+        members=Members(sessions, assets, events=events),
         profiles=profiles,
         memory=memory_access,
         links=PlatformLinks(storage, sessions, history),

@@ -39,6 +39,8 @@ from engine.turns.api import (
     BranchInfo,
     ImportSummary,
     MemoryView,
+    OnReply,
+    OnSpeaker,
     OnText,
     PlatformRef,
     ReplyView,
@@ -156,9 +158,46 @@ class TavernService:
         lines: Sequence[UserLine],
         *,
         on_text: OnText | None = None,
+        on_speaker: OnSpeaker | None = None,
+        on_reply: OnReply | None = None,
     ) -> ReplyView:
-        """Record ``lines`` as one new floor, generate and commit the reply."""
-        return await self.parts.turns.respond(key, branch, lines, on_text=on_text)
+        """Record ``lines`` as one new floor, generate and commit the reply (in a group, each
+        chosen member's reply on its own floor; the last one's view is returned)."""
+        return await self.parts.turns.respond(
+            key, branch, lines, on_text=on_text, on_speaker=on_speaker, on_reply=on_reply
+        )
+
+    async def speak(
+        self,
+        key: SessionKey,
+        branch: str,
+        name: str,
+        *,
+        on_text: OnText | None = None,
+        on_reply: OnReply | None = None,
+    ) -> ReplyView:
+        """Make the character ``name`` answer now, on a new floor."""
+        return await self.parts.turns.speak(key, branch, name, on_text=on_text, on_reply=on_reply)
+
+    async def add_member(self, key: SessionKey, name: str) -> SessionInfo:
+        """Add a realm card to the session's group (a solo session becomes a group)."""
+        return await self.parts.members.add(key, name)
+
+    async def remove_member(self, key: SessionKey, name: str) -> SessionInfo:
+        """Take a member out of the group (one left: the session is solo again)."""
+        return await self.parts.members.remove(key, name)
+
+    async def mute_member(self, key: SessionKey, name: str, muted: bool) -> SessionInfo:
+        """Mute or unmute a member of the group."""
+        return await self.parts.members.mute(key, name, muted)
+
+    async def set_group_strategy(self, key: SessionKey, strategy: str) -> SessionInfo:
+        """Set the group's activation strategy."""
+        return await self.parts.members.set_strategy(key, strategy)
+
+    async def set_group_mode(self, key: SessionKey, mode: str) -> SessionInfo:
+        """Set the group's generation mode."""
+        return await self.parts.members.set_mode(key, mode)
 
     async def regenerate(
         self, key: SessionKey, branch: str, *, on_text: OnText | None = None

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from engine.group.settings import group_of
 from engine.ports import EventSink, Storage
 from engine.timeline.errors import TimelineNotFoundError
 from engine.timeline.service import TimelineService
@@ -164,6 +165,7 @@ class Sessions:
                     )
                 )
         s = session.settings
+        group = group_of(s.extra)
         return SessionInfo(
             key=key,
             character=s.character,
@@ -180,4 +182,8 @@ class Sessions:
             closed=bool(s.extra.get(CLOSED_SETTING)),
             current_branch=str(s.extra.get(CURRENT_BRANCH_SETTING) or MAIN_BRANCH),
             author_note=session_note(s),
+            members=group.members if group is not None else (),
+            muted=group.muted if group is not None else (),
+            strategy=group.strategy if group is not None else None,
+            group_mode=group.mode if group is not None else None,
         )

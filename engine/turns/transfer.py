@@ -163,8 +163,13 @@ class Transfer:
         hidden_inputs: list[bool] = []
         input_lines: list[ChatEntry] = []
         floors = 0
+        # A group chat (replies by several characters): each floor records its speaker, so
+        # a regenerate there plays that character. A solo chat's floors keep none (they are
+        # the session's character's, whatever name the file gives them).
+        speakers = {e.name for e in log.entries if not _is_input(e)}
+        group = len(speakers) > 1
         for entry in log.entries:
-            if entry.is_user or (entry.is_system and not entry.is_hidden):
+            if _is_input(entry):
                 input_lines.append(entry)
                 inputs.append(
                     NewMessage(
@@ -183,7 +188,8 @@ class Transfer:
                     limit="MAX_IMPORT_FLOORS",
                     value=MAX_IMPORT_FLOORS,
                 )
-            floor = await self._timeline.open_floor(branch.id, inputs)
+            speaker = entry.name if group and entry.name else None
+            floor = await self._timeline.open_floor(branch.id, inputs, speaker=speaker)
             await self._timeline.start_generating(floor.id)
             numbers: list[int] = []
             page_ids: list[int] = []
@@ -352,6 +358,12 @@ class Transfer:
                 return
             for page_id in page_ids:
                 await uow.pages.set_hidden(page_id, True)
+
+
+def _is_input(entry: ChatEntry) -> bool:
+    """Whether a chat line goes on a floor as input (a user's line or a visible note), not
+    as a reply."""
+    return entry.is_user or (entry.is_system and not entry.is_hidden)
 
 
 def _note_role(entry: ChatEntry) -> MessageRole:

@@ -80,6 +80,7 @@ def assemble_turn(
         global_vars=dict(read.state.global_),
         seed=options.seed,
         chat_id=f"{read.session.platform}:{read.session.key}",
+        group=assets.group,
     )
     context.prompt_mode = options.prompt_mode
     context.authors_note = note.text if note is not None else ""
@@ -111,6 +112,7 @@ def assemble_turn(
         seed=options.seed,
         instances=instances,
         memory=options.memory,
+        group=assets.group,
     )
     # The scripts run with the assembler's macro renderer, so {{char}} and the like expand
     # in replacements, trim strings and substituteRegex patterns as in SillyTavern.

@@ -18,12 +18,13 @@ from engine.timeline.errors import TimelineNotFoundError
 from engine.timeline.history import HistoryService
 from engine.timeline.service import OpenedFloor, TimelineService, check_inputs, open_generating
 from engine.timeline.values import Branch, Floor, NewMessage, Page, PageContext, Session
-from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
+from engine.turns.api import OnReply, OnSpeaker, OnText, ReplyView, SessionKey, UserLine
 from engine.turns.branches import Branches
 from engine.turns.context import TurnRead, read_turn, stored_inputs
 from engine.turns.errors import NothingToDoError
 from engine.turns.events import emit
 from engine.turns.failures import TurnFailures, records_a_failed_floor
+from engine.turns.group_turns import GroupTurns
 from engine.turns.locks import BranchLocks
 from engine.turns.memory_access import MemoryAccess
 from engine.turns.options import MEMORY_BUDGET, TOOLS_SETTING, memory_enabled, session_stages
@@ -83,6 +84,9 @@ class Turns:
         self._events = events
         self._clock = clock
         self._rng = rng
+        self._group = GroupTurns(
+            self, storage, timeline, failures=failures, events=events, rng=rng
+        )
 
     async def respond(
         self,
@@ -91,9 +95,14 @@ class Turns:
         lines: Sequence[UserLine],
         *,
         on_text: OnText | None = None,
+        on_speaker: OnSpeaker | None = None,
+        on_reply: OnReply | None = None,
     ) -> ReplyView:
         """Record ``lines`` as one new floor (speakers named by their personas), generate and
-        commit the reply; refused while the session is closed."""
+        commit the reply; refused while the session is closed. In a group session the members
+        its strategy chooses answer in turn (:class:`~engine.turns.group_turns.GroupTurns`):
+        ``on_speaker`` is called before each reply streams, ``on_reply`` after each commits,
+        and the last reply's view is returned."""
         ids = await self._sessions.refuse_closed(key)
         lines = await self._personas.name_speakers(ids.realm_id, lines)
         if not lines:
@@ -122,6 +131,7 @@ class Turns:
         async with self._locks.hold(ids.session_id, branch):
             floor: Floor | None = None
             page: Page | None = None
+            grouped = False
             try:
                 check_inputs(inputs, where=f"branch {branch!r}")
                 # One unit of work reads the session, its branches and assets, stores the
@@ -131,8 +141,22 @@ class Turns:
                 async with self._storage.unit_of_work() as uow:
                     session, branches = await uow.sessions.get_with_branches(ids.session_id)
                     assets = await load_assets(uow, session)
-                    if not assets.scripts:
+                    if not assets.scripts and assets.settings is None:
                         opened = await self._open(uow, session, branches, target, assets, inputs)
+                if assets.settings is not None:
+                    # A group: each reply is its own floor, recorded (and failed) on its own.
+                    grouped = True
+                    return await self._group.respond(
+                        key,
+                        ids,
+                        target,
+                        assets,
+                        await stored_inputs(inputs, assets.scripts, regex_budget),
+                        regex_budget=regex_budget,
+                        on_text=on_text,
+                        on_speaker=on_speaker,
+                        on_reply=on_reply,
+                    )
                 if opened is None:
                     # The input's store run may take the turn's whole regex budget: it runs in
                     # a worker thread with no transaction open (on SQLite one writer lock
@@ -158,7 +182,7 @@ class Turns:
                 known = PageContext(
                     page=page, floor=floor, branch=current, realm_id=session.realm_id
                 )
-                return await self._run(
+                return await self.run_reply(
                     key,
                     ids,
                     target,
@@ -171,6 +195,8 @@ class Turns:
                     regex_budget=regex_budget,
                 )
             except BaseException as exc:
+                if grouped:
+                    raise
                 if floor is None and records_a_failed_floor(exc):
                     # The unit that opens the floor rolled back: keep a failed floor as the
                     # record of the turn, as when the floor was opened in a unit of its own
@@ -201,6 +227,24 @@ class Turns:
             branches=branches,
         )
         return current, new, read
+
+    async def speak(
+        self,
+        key: SessionKey,
+        branch: str,
+        name: str,
+        *,
+        on_text: OnText | None = None,
+        on_reply: OnReply | None = None,
+    ) -> ReplyView:
+        """The character ``name`` answers now, on a new floor with no input (``/group speak``);
+        NotFoundError naming the session's characters. Refused while the session is closed."""
+        ids = await self._sessions.refuse_closed(key)
+        target = await self._sessions.branch(ids.session_id, branch)
+        async with self._locks.hold(ids.session_id, branch):
+            return await self._group.speak(
+                key, ids, target, name, on_text=on_text, on_reply=on_reply
+            )
 
     async def regenerate(
         self, key: SessionKey, branch: str, *, on_text: OnText | None = None
@@ -253,14 +297,15 @@ class Turns:
                     f"floor {latest.seq} of branch {branch!r} failed and has no reply to "
                     f"{mode}; regenerate retries it"
                 )
-            if latest is not None and latest.hidden:
-                # /del hid it: it is out of the story, so it takes no new page either.
-                raise NothingToDoError(
-                    f"floor {latest.seq} of branch {branch!r} is hidden; nothing to {mode}"
-                )
             # A failed latest floor is retried: a new page for its own input (issue 12).
             if latest is None or latest.state not in ("committed", "failed"):
                 raise NothingToDoError(f"branch {branch!r} has no reply of its own to {mode} yet")
+            if latest.speaker is None and latest.seed is not None:
+                # Only a group turn nobody answered has a seed and no speaker.
+                raise NothingToDoError(
+                    f"nobody answered floor {latest.seq} of branch {branch!r}; "
+                    "make a character speak to answer it"
+                )
             previous = ""
             if mode == "continue":
                 view = await self._history.floor_view(target.id, latest.seq)
@@ -268,13 +313,13 @@ class Turns:
             page: Page | None = None
             try:
                 page = await self._timeline.add_page(latest.id)
-                return await self._run(
+                return await self.run_reply(
                     key, ids, target, latest, page, mode, on_text, previous_text=previous
                 )
             except BaseException as exc:
                 raise await self._failures.failed(None, page, exc) from exc
 
-    async def _run(
+    async def run_reply(
         self,
         key: SessionKey,
         ids: SessionIds,
@@ -289,7 +334,8 @@ class Turns:
         known: PageContext | None = None,
         regex_budget: RegexBudget | None = None,
     ) -> ReplyView:
-        """Generate the page's reply (outside any transaction) and commit it."""
+        """Generate the page's reply (outside any transaction) and commit it; the card is
+        the floor's speaker's in a group (read with the turn)."""
         if read is None:
             async with self._storage.unit_of_work() as uow:
                 session = await uow.sessions.get(ids.session_id)

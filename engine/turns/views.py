@@ -8,10 +8,15 @@ floor stays in the history, shown with its input and marked failed (it can be re
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from engine.timeline.values import FloorView, Page
 from engine.turns.api import ReplyView, SessionKey
 from engine.turns.st_lines import DEFAULT_USER_NAME
+
+UNANSWERED_META: Final = "unanswered"
+"""Page meta key of a group floor nobody answered: its page commits with no reply
+(:mod:`engine.turns.group_turns`)."""
 
 
 def committed_numbers(pages: Sequence[Page]) -> list[int]:
@@ -54,7 +59,6 @@ def reply_view(key: SessionKey, view: FloorView) -> ReplyView:
             text="\n".join(m.display for m in inputs),
             character="",
             failed=True,
-            error=view.floor.error,
             inputs=input_pairs(view),
         )
     active = view.active
@@ -70,6 +74,7 @@ def reply_view(key: SessionKey, view: FloorView) -> ReplyView:
         text="\n".join(m.display for m in replies),
         character=character,
         inputs=input_pairs(view),
+        unanswered=active is not None and active.meta.get(UNANSWERED_META) is True,
     )
 
 

@@ -24,6 +24,7 @@ from engine.errors import (
     LimitExceededError,
     NotFoundError,
 )
+from engine.group.settings import group_of
 from engine.prompt.inputs import AuthorNote
 from engine.timeline.history import MAX_HISTORY
 from engine.timeline.values import SessionSettings
@@ -34,6 +35,8 @@ from engine.turns.api import (
     BranchInfo,
     ImportSummary,
     MemoryView,
+    OnReply,
+    OnSpeaker,
     OnText,
     PlatformRef,
     ReplyView,
@@ -55,12 +58,13 @@ from engine.turns.options import (
     tools_enabled,
 )
 from tests.fakes.roleplay_edits import FakeTurnEdits
+from tests.fakes.roleplay_group import FakeGroupCalls
 from tests.fakes.roleplay_state import FakeBranch, FakeFloor, FakeSession
 
 CHUNKS = 3
 
 
-class FakeRoleplayService(FakeTurnEdits):
+class FakeRoleplayService(FakeTurnEdits, FakeGroupCalls):
     """Dictionary-backed stand-in for the engine service (see the module docstring)."""
 
     def __init__(
@@ -163,6 +167,7 @@ class FakeRoleplayService(FakeTurnEdits):
     async def session_info(self, key: SessionKey) -> SessionInfo:
         session = self._session(key)
         s = session.settings
+        group = group_of(s.extra)
         return SessionInfo(
             key=key,
             character=session.character,
@@ -178,6 +183,10 @@ class FakeRoleplayService(FakeTurnEdits):
             closed=session.closed,
             current_branch=session.current_branch,
             author_note=session.note,
+            members=group.members if group is not None else (),
+            muted=group.muted if group is not None else (),
+            strategy=group.strategy if group is not None else None,
+            group_mode=group.mode if group is not None else None,
             branches=tuple(
                 BranchInfo(
                     name=b.name,
@@ -196,15 +205,22 @@ class FakeRoleplayService(FakeTurnEdits):
         lines: Sequence[UserLine],
         *,
         on_text: OnText | None = None,
+        on_speaker: OnSpeaker | None = None,
+        on_reply: OnReply | None = None,
     ) -> ReplyView:
         self.calls.append(("respond", (key, branch, tuple(lines))))
         session = self._session(key)
         self._refuse_closed(session)
         lines = [self._as_persona(key, line) for line in lines]
         target = self._branch(key, branch)
+        if on_speaker is not None:
+            await on_speaker(session.character or self.default_character)
         text = await self._generate(session, lines, 1, on_text)
         target.floors.append(FakeFloor(lines=list(lines), pages=[text], page_vars=[{}]))
-        return self._view(session, target)
+        view = self._view(session, target)
+        if on_reply is not None:
+            await on_reply(view)
+        return view
 
     async def regenerate(
         self, key: SessionKey, branch: str, *, on_text: OnText | None = None
