@@ -197,6 +197,8 @@ class ArchiveExporter:
                     error=f.error,
                     created_at=f.created_at,
                     updated_at=f.updated_at,
+                    speaker=f.speaker,
+                    seed=f.seed,
                 )
                 for f in floors
             ),

@@ -157,6 +157,8 @@ class _Importer:
                     "error": f.error,
                     "created_at": utc(f.created_at),
                     "updated_at": utc(f.updated_at),
+                    "speaker": f.speaker,
+                    "seed": f.seed,
                 }
                 for f in a.floors
             ],

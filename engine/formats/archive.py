@@ -63,6 +63,7 @@ from engine.formats.json_input import decode_text, loads
 from engine.timeline.values import (
     ASSET_KINDS,
     FLOOR_STATES,
+    MAX_NAME_LENGTH,
     MESSAGE_ROLES,
     PAGE_STATUSES,
     LinkRole,
@@ -152,6 +153,9 @@ def archive_to_json(archive: Archive) -> dict[str, Any]:
                 "error": f.error,
                 "created_at": _iso(f.created_at),
                 "updated_at": _iso(f.updated_at),
+                # Group floors only: a solo session's archive is written as it always was.
+                **({"speaker": f.speaker} if f.speaker is not None else {}),
+                **({"seed": f.seed} if f.seed is not None else {}),
             }
             for f in archive.floors
         ],
@@ -378,6 +382,9 @@ class _Reader:
             error=r.opt_text("error", limit=MAX_LONG_TEXT),
             created_at=r.instant("created_at"),
             updated_at=r.instant("updated_at"),
+            # Optional: archives written before group role-play have neither.
+            speaker=r.opt_text("speaker", limit=MAX_NAME_LENGTH) if "speaker" in r.data else None,
+            seed=r.opt_int("seed", minimum=0) if "seed" in r.data else None,
         )
 
     def _page(self, r: Fields, floors: int) -> ArchivePage:

@@ -47,6 +47,10 @@ class ArchiveFloor:
     error: str | None
     created_at: datetime
     updated_at: datetime
+    speaker: str | None = None
+    """A group reply's member (None: the session's character)."""
+    seed: int | None = None
+    """The activation seed of the group turn this floor starts (None on other floors)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
