@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, get_args
 
 from bot.cli_commands import Subcommands
-from engine.errors import FormatError
+from engine.errors import ConfigurationError, FormatError
 from engine.formats.archive import Archive, looks_like_archive, parse_archive
 from engine.formats.archive_st import archive_from_st_chat
 from engine.formats.cards import card_to_asset, parse_card
@@ -36,6 +36,7 @@ from engine.formats.json_input import load_object
 from engine.formats.preset import PRESET_OBJECT, parse_preset
 from engine.formats.regex_scripts import load_regex_file
 from engine.formats.st_chat import parse_chat
+from engine.formats.st_group import parse_group
 from engine.formats.worldbook import WORLDBOOK_OBJECT, parse_worldbook
 from engine.timeline.service import check_name
 from engine.timeline.values import AssetKind
@@ -118,6 +119,9 @@ def prepare(kind: str, path: Path, data: bytes, *, now: datetime) -> Prepared:
         else:
             archive = archive_from_st_chat(parse_chat(data, source=source), now=now, source=source)
         return Prepared(kind="chat", name=stem, data={}, archive=archive)
+    if kind == "group":
+        parse_group(data, source=source)
+        return Prepared(kind="group", name=stem, data={}, upload=data, upload_name=path.name)
     raise FormatError(f"unknown kind {kind!r}", source=source)
 
 
@@ -196,6 +200,8 @@ async def _store(
                 prepared.upload,
             )
             return f"imported {summary.kind} {summary.name!r} into session {session!r}"
+        if prepared.kind == "group":
+            raise ConfigurationError("a group definition sets a session's group: name the session")
         realm_id = await realm_id_of(storage, realm, create=True)
         await AssetService(storage).put(
             realm_id,

@@ -22,7 +22,7 @@ from engine.prompt.macro_port import MacroMode as MacroMode  # re-exported: sess
 from engine.timeline.values import MAIN_BRANCH as MAIN_BRANCH  # re-exported: one definition
 from engine.variables.values import Scope as Scope  # re-exported: front ends name scopes
 
-AssetKind = Literal["card", "preset", "worldbook", "regex", "chat"]
+AssetKind = Literal["card", "preset", "worldbook", "regex", "chat", "group"]
 ReplyPolicy = Literal["every_message", "mention", "quiet_period"]
 MemoryKindName = Literal["fact", "summary", "open_loop"]
 REPLY_POLICIES: tuple[ReplyPolicy, ...] = get_args(ReplyPolicy)

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any, Final
 
-from engine.errors import FormatError, LimitExceededError
+from engine.errors import FormatError, LimitExceededError, NotFoundError
 from engine.formats.archive_st import TRAILING_INPUT_ERROR
 from engine.formats.cards import card_to_asset, parse_card
 from engine.formats.json_input import load_object
@@ -34,6 +34,7 @@ from engine.formats.preset import PRESET_OBJECT, parse_preset
 from engine.formats.regex_scripts import load_regex_file
 from engine.formats.st_chat import ChatEntry, ChatLog, chat_to_jsonl_bytes, parse_chat
 from engine.formats.st_dates import parse_timestamp
+from engine.formats.st_group import member_name, parse_group
 from engine.formats.st_kept import (
     LEGACY_HEADER_SETTING,
     LINE_META,
@@ -45,12 +46,14 @@ from engine.formats.st_kept import (
     with_variables,
 )
 from engine.formats.worldbook import WORLDBOOK_OBJECT, parse_worldbook
+from engine.group.settings import GROUP_SETTING
 from engine.ports import Storage
 from engine.timeline.assets import AssetService
 from engine.timeline.service import TimelineService
 from engine.timeline.values import MessageRole, NewMessage
 from engine.turns import st_lines
 from engine.turns.api import AssetKind, ImportSummary, SessionKey
+from engine.turns.members import find_name
 from engine.turns.parsed_assets import DEFAULT_CHARACTER
 from engine.turns.sessions import Sessions
 from engine.turns.st_lines import NARRATOR_TYPE
@@ -140,7 +143,48 @@ class Transfer:
             return ImportSummary(kind="regex", name=stem, details={"scripts": len(scripts)})
         if kind == "chat":
             return await self._import_chat(key, session_id, stem, data, filename)
+        if kind == "group":
+            return await self._import_group(key, ids.realm_id, session_id, data, filename, bind)
         raise FormatError(f"unknown import kind {kind!r}", source=filename)
+
+    async def _import_group(
+        self,
+        key: SessionKey,
+        realm_id: int,
+        session_id: int,
+        data: bytes,
+        filename: str,
+        bind: bool,
+    ) -> ImportSummary:
+        """A SillyTavern group definition (``groups/<id>.json``) becomes the session's group
+        (``bind``); its members, named by avatar file, are the realm's cards of those names
+        (``Mira.png`` is the card Mira), so the cards are imported first. With one member the
+        session is solo, playing it."""
+        definition = parse_group(data, source=filename)
+        cards = await self._assets.names(realm_id, "card")
+        names: dict[str, str] = {}
+        for avatar in definition.members:
+            found = find_name(cards, member_name(avatar))
+            if found is not None:
+                names[avatar] = found
+        missing = [member_name(a) for a in definition.members if a not in names]
+        if missing:
+            listed = ", ".join(sorted(cards)) if cards else "none"
+            raise NotFoundError(
+                f"{filename}: realm {key.realm} has no card for {', '.join(missing)} "
+                f"(its cards: {listed}); import the members' cards first"
+            )
+        group = definition.settings(names=names)
+        if bind:
+            await self._sessions.update(
+                session_id,
+                character=group.members[0],
+                **{GROUP_SETTING: group.to_json() if len(group.members) > 1 else None},
+            )
+        details = {"members": list(group.members), "strategy": group.strategy, "mode": group.mode}
+        return ImportSummary(
+            kind="group", name=definition.name or PurePath(filename).stem, details=details
+        )
 
     async def _import_chat(
         self,
