@@ -270,13 +270,18 @@ class Turns:
         *,
         on_text: OnText | None = None,
     ) -> ReplyView:
-        """Answer an edited version of the latest floor's input. Floors are frozen, so the
-        edit goes to a new branch forked before that floor (named ``<branch>-edit-<n>``); the
-        original floor, its pages and its variable writes stay where they were."""
+        """Answer an edited version of the latest floor's input (in a group, of the input
+        the latest turn answered). Floors are frozen, so the edit goes to a new branch forked
+        before that floor (named ``<branch>-edit-<n>``); the original floor, its pages and its
+        variable writes stay where they were."""
         ids, target = await self._sessions.target(key, branch)
         latest = await self._history.latest_floor(target.id)
         if latest is None or latest.state != "committed":
             raise NothingToDoError(f"branch {branch!r} has no answered message to edit")
+        while latest.speaker is not None and latest.seed is None and latest.seq > 1:
+            # A group's further reply (or a called member's) holds no input: the message
+            # edited is the one its turn answered, on an earlier floor.
+            latest = (await self._history.floor_view(target.id, latest.seq - 1)).floor
         taken = {b.name for b in await self._timeline.branches(ids.session_id)}
         name, n = f"{branch}-edit-{latest.seq}", 1
         while name in taken:

@@ -157,3 +157,24 @@ async def test_a_solo_chat_import_records_no_speakers(
     summary = await remote.import_asset(KEY, "chat", "solo.jsonl", data)
     floors = await stored_floors(storage, summary.details["branch"])
     assert [f.speaker for f in floors] == [None]
+
+
+async def test_a_fork_plays_the_same_group_and_an_edit_forks_before_the_turn(
+    remote: TavernService, storage: SqlStorage, fake: FakeOpenAIServer
+) -> None:
+    await two_members(remote)
+    fake.script(FakeReply(text="B1."), FakeReply(text="M1."))
+    await remote.respond(KEY, MAIN_BRANCH, [line("Bob, Mira, ready?")])
+    await remote.fork(KEY, MAIN_BRANCH, after_floor=1, name="thread")
+    fake.script(FakeReply(text="M on the thread."))
+    view = await remote.respond(KEY, "thread", [line("Mira?")])
+    assert (view.floor, view.character) == (2, "Mira")
+    # The edit replaces the turn's message (floor 1), not the reply-only floor 2.
+    fake.script(FakeReply(text="B2."), FakeReply(text="M2."))
+    edited = await remote.edit_and_regenerate(KEY, MAIN_BRANCH, [line("Bob, Mira, go?")])
+    assert (edited.branch, edited.floor, edited.character) == ("main-edit-1", 2, "Mira")
+    history = await remote.history(KEY, "main-edit-1")
+    assert [(h.character, h.inputs) for h in history] == [
+        ("Bob", (("Ann", "Bob, Mira, go?"),)),
+        ("Mira", ()),
+    ]
