@@ -2,9 +2,11 @@
 
 It reads input line by line (so it can be scripted through a pipe) and talks to the engine only
 through :class:`engine.turns.api.RoleplayService`. With ``jsonl=True`` every output is one JSON
-object per line (``reply``, ``vars``, ``memories``, ``error``, ``info``) for scripts and tests;
-the ``error`` of a failed turn carries ``"retry": "/regen"``, and ``/info`` and ``/set`` carry
-the session options (``options``, ``items``) under the names ``/set`` takes.
+object per line (``reply``, ``vars``, ``memories``, ``error``, ``info``, ``draft``) for scripts
+and tests; the ``error`` of a failed turn carries ``"retry": "/regen"``, and ``/info`` and
+``/set`` carry the session options (``options``, ``items``) under the names ``/set`` takes. The
+turn commands (``/history``, ``/edit``, ``/impersonate``...) are in
+:mod:`adapters.console.turn_commands`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO, TypeVar, get_args
 
+from adapters.console.turn_commands import (
+    TurnCommands,
+    command_hint,
+    literal_text,
+    spaced_command_hint,
+)
 from engine.errors import ConfigurationError, FormatError, GenerationError
 from engine.incidents import shown_error
 from engine.turns.api import (
@@ -41,10 +49,15 @@ SCOPES: tuple[Scope, ...] = get_args(Scope)
 IMPORT_KIND_NAMES: tuple[AssetKind, ...] = get_args(AssetKind)
 HELP = (
     "commands: /info, /set [OPTION VALUE] (mode, tools, memory, budget, macros, global_writes; "
-    "/set alone lists them), /regen, /swipe < | >, /fork N, /branches, /switch NAME, "
-    "/vars [SCOPE], /setvar NAME VALUE [SCOPE], /history, /dryrun [TEXT], /import FILE, "
+    "/set alone lists them), /regen, /swipe < | >, /continue, /edit [N] TEXT (your latest "
+    "message, answered on a new branch; with N the reply of floor N, the original kept as a "
+    "page), /del [N] (hide a floor, nothing deleted), /impersonate (a draft of your next "
+    "message), /greeting [N], /stop, /fork N, /branches, /switch NAME, "
+    "/vars [SCOPE], /setvar NAME VALUE [SCOPE], /history [N] (hidden floors left out), "
+    "/dryrun [TEXT], /tokens, /import FILE, "
     "/memory [QUERY], /forget ID, "
-    "/note [off | [depth=N] [interval=N] [position=NAME] [role=NAME] TEXT], /help, /quit"
+    "/note [off | [depth=N] [interval=N] [position=NAME] [role=NAME] TEXT], /help, /quit; "
+    "start a message with // or \\/ to send it starting with a slash"
 )
 IMPORT_KINDS: dict[str, AssetKind] = {".png": "card", ".jsonl": "chat"}
 NOT_CONSOLE_OPTIONS: Final = frozenset({"policy"})
@@ -71,6 +84,8 @@ class ConsoleFrontend:
     branch: str = MAIN_BRANCH
     thinking: bool = False
     """Show :data:`THINKING` until the first token (set on a terminal, never in a pipe)."""
+    draft: str = ""
+    """A draft ``/impersonate`` wrote, for the line editor to start the next prompt with."""
     _streamed: int = 0
     _marker: bool = False
 
@@ -180,8 +195,13 @@ class ConsoleFrontend:
         if not text.strip():
             return True
         try:
-            if text.startswith("/"):
+            if (hint := spaced_command_hint(text, HELP)) is not None:
+                self._emit("info", message=hint)
+                return True
+            literal = literal_text(text)  # "//..." or "\\/...": a message starting with "/"
+            if literal is None and text.startswith("/"):
                 return await self._command(text)
+            text = text if literal is None else literal
             speaker = Speaker(id=f"console:{self.user}", name=self.user)
             line_value = UserLine(speaker=speaker, text=text)
             await self._generate(
@@ -199,6 +219,11 @@ class ConsoleFrontend:
             # The note's text is taken as typed: quotes and apostrophes are part of it.
             await self._note(rest[0] if rest else "")
             return True
+        turns = TurnCommands(self)
+        if head.lower() in ("/edit", "/dryrun"):  # their text as typed, like the note's
+            typed = rest[0] if rest else ""
+            await (turns.edit if head.lower() == "/edit" else turns.dryrun)(typed)
+            return True
         try:
             name, *args = shlex.split(text)
         except ValueError as exc:
@@ -214,13 +239,19 @@ class ConsoleFrontend:
                     lambda: self.service.regenerate(self.key, self.branch, on_text=self._on_text)
                 )
             case "/swipe":
-                step = {"<": -1, ">": 1}.get(args[0] if args else "", 0)
-                if not step:
-                    self._emit("error", message="usage: /swipe < or /swipe >")
-                else:
-                    self._show_reply(
-                        await self.service.swipe(self.key, self.branch, step), streamed=False
-                    )
+                await turns.swipe(args)
+            case "/continue":
+                await turns.continue_reply()
+            case "/impersonate":
+                await turns.impersonate()
+            case "/del":
+                await turns.delete(args)
+            case "/greeting":
+                await turns.greeting(args)
+            case "/tokens":
+                await turns.tokens()
+            case "/stop":
+                turns.stop()
             case "/fork":
                 await self._fork(args)
             case "/info":
@@ -241,12 +272,7 @@ class ConsoleFrontend:
             case "/setvar":
                 await self._setvar(args)
             case "/history":
-                for view in await self.service.history(self.key, self.branch):
-                    shown = "failed, no reply" if view.failed else f"{view.page}/{view.pages}"
-                    self._emit("info", message=f"#{view.floor} ‹{shown}› {view.text}")
-            case "/dryrun":
-                result = await self.service.dry_run(self.key, self.branch, " ".join(args))
-                self._emit("info", message=json.dumps(result, ensure_ascii=False, default=str))
+                await turns.history(args)
             case "/import":
                 await self._import(args)
             case "/memory":
@@ -254,7 +280,7 @@ class ConsoleFrontend:
             case "/forget":
                 await self._forget(args)
             case _:
-                self._emit("error", message=f"unknown command {name}; {HELP}")
+                self._emit("error", message=command_hint(name, HELP))
         return True
 
     async def _memory(self, args: list[str]) -> None:

@@ -22,6 +22,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
 from adapters.console.frontend import ConsoleFrontend
+from adapters.console.turn_commands import TurnCommands
 from engine.turns.api import STOP_TURN
 
 HISTORY_FILE: Final = "console-history-{session}.txt"
@@ -119,11 +120,13 @@ class TerminalConsole:
     async def _loop(self) -> None:
         self.frontend.thinking = True
         self.frontend.intro()
+        await TurnCommands(self.frontend).recap()  # a reopened session: where the player was
         session: PromptSession[str] = PromptSession(history=self.history)
         interrupted = False
         while True:
+            draft, self.frontend.draft = self.frontend.draft, ""  # /impersonate's, to edit
             try:
-                line = await session.prompt_async(await self._prompt_text())
+                line = await session.prompt_async(await self._prompt_text(), default=draft)
             except KeyboardInterrupt:
                 if interrupted:
                     return

@@ -30,6 +30,7 @@ from engine.formats.regex_scripts import (
 from engine.formats.worldbook import character_book_to_worldbook, parse_worldbook
 from engine.prompt.assemble import AssemblyResult, assemble
 from engine.prompt.budget import TokenCounter
+from engine.prompt.dry_run_text import dry_run_text
 from engine.prompt.inputs import (
     AssemblyInput,
     AuthorNote,
@@ -282,16 +283,5 @@ def dry_run(args: argparse.Namespace, out: Any = None) -> int:
         json.dump(data, stream, ensure_ascii=False, indent=2)
         stream.write("\n")
         return 0
-    for message in data["messages"]:
-        sources = ", ".join(
-            f"{s['kind']}:{s['ref']}" if s["ref"] else s["kind"] for s in message["sources"]
-        )
-        stream.write(f"--- {message['role']} [{sources}]\n{message['content']}\n")
-    budget = data["budget"]
-    stream.write(
-        f"=== {len(data['messages'])} messages, {budget['total_tokens']} of "
-        f"{budget['available']} tokens; {len(data['world_info'])} world entries\n"
-    )
-    for warning in data["warnings"]:
-        stream.write(f"warning: {warning}\n")
+    stream.write(dry_run_text(data))
     return 0

@@ -82,6 +82,8 @@ class ReplyView:
     character: str
     avatar_url: str | None = None
     failed: bool = False
+    error: str | None = None
+    """Why a failed floor has no reply (the message stored with it, safe to show)."""
     inputs: tuple[tuple[str, str], ...] = ()
     """The floor's visible user input as ``(speaker name, text)`` pairs, first first (empty for
     a greeting floor, and where the caller only answers a turn)."""

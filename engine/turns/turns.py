@@ -302,6 +302,11 @@ class Turns:
                     f"floor {latest.seq} of branch {branch!r} failed and has no reply to "
                     f"{mode}; regenerate retries it"
                 )
+            if latest is not None and latest.hidden:
+                # /del hid it: it is out of the story, so it takes no new page either.
+                raise NothingToDoError(
+                    f"floor {latest.seq} of branch {branch!r} is hidden; nothing to {mode}"
+                )
             # A failed latest floor is retried: a new page for its own input (issue 12).
             if latest is None or latest.state not in ("committed", "failed"):
                 raise NothingToDoError(f"branch {branch!r} has no reply of its own to {mode} yet")

@@ -59,6 +59,7 @@ def reply_view(key: SessionKey, view: FloorView) -> ReplyView:
             text="\n".join(m.display for m in inputs),
             character="",
             failed=True,
+            error=view.floor.error,
             inputs=input_pairs(view),
         )
     active = view.active

@@ -148,6 +148,8 @@ async def test_plain_terminal_shows_one_error_line_where_the_reply_was(tmp_path:
     assert proc.returncode == 0, err.decode()
     errors = [line for line in lines if line.startswith("! ")]
     assert errors == [f"! {NO_TEXT} (/regen retries it)"], lines
-    assert "* #1 ‹failed, no reply› hello" in lines
+    # /history shows both sides: the input under its speaker, the failure with its error.
+    assert "#1 User: hello" in lines
+    assert f"   ‹failed, no reply›: {NO_TEXT}" in lines
     assert "echo: hello" in lines and "  ‹ 1/1 › [main #1]" in lines
     assert "Traceback" not in out.decode() + err.decode()

@@ -244,3 +244,52 @@ async def test_sigterm_at_the_prompt_ends_cleanly(
 
 def test_control_characters_are_taken_out_of_a_line() -> None:
     assert clean_line("a\x07b\x1b[31mc\td") == "ab[31mc d"
+
+
+async def test_reopening_a_session_shows_its_last_floors(
+    tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    term = _start(tmp_path, server)
+    try:
+        await term.expect(PROMPT)
+        term.send(b"where am I\r")
+        await term.expect("echo: where am I")
+        await term.expect(PROMPT)
+        term.send(b"/quit\r")
+        assert await term.exit_code() == 0
+    finally:
+        term.close()
+    term = _start(tmp_path, server)  # the same session, in a new process
+    try:
+        await term.expect("the last floors of branch main:")
+        shown = await term.expect(PROMPT)
+        assert b"#1 User: where am I" in shown and b"echo: where am I" in shown
+        term.send(b"/quit\r")
+        assert await term.exit_code() == 0
+    finally:
+        term.close()
+
+
+async def test_impersonate_puts_the_draft_in_the_prompt(
+    tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    term = _start(tmp_path, server)
+    try:
+        await term.expect(PROMPT)
+        term.send(b"hello\r")
+        await term.expect("echo: hello")
+        await term.expect(PROMPT)
+        server.script(FakeReply(text="I sit down by the fire."))
+        term.send(b"/impersonate\r")
+        await term.expect("draft ready in the prompt")
+        await term.expect(PROMPT)
+        await term.expect("I sit down by the fire.")  # in the editing buffer, not sent
+        assert [r.last_user_text for r in server.chat_requests] == ["hello", "hello"]
+        term.send(b" Quietly.\r")  # the draft, changed, then sent
+        await term.expect("echo: I sit down by the fire. Quietly.")
+        assert server.chat_requests[-1].last_user_text == "I sit down by the fire. Quietly."
+        await term.expect(PROMPT)
+        term.send(b"/quit\r")
+        assert await term.exit_code() == 0
+    finally:
+        term.close()

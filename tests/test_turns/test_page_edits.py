@@ -27,6 +27,7 @@ async def test_history_views_carry_the_input_with_its_speaker(
     first, failed = await remote.history(KEY, MAIN_BRANCH)
     assert first.inputs == (("Ann", "hi there"),) and first.text == "Hello, Ann."
     assert failed.failed and failed.inputs == (("Ann", "are you there?"),)
+    assert failed.error is not None and "500" in failed.error
 
 
 async def test_an_edited_reply_is_a_new_page_and_the_original_stays(
@@ -124,3 +125,11 @@ async def test_impersonate_writes_a_draft_and_commits_nothing(
     named = await remote.impersonate(KEY, MAIN_BRANCH, user_name="Bea")
     assert fake.chat_requests[-1].messages[-1]["content"] == "Write Bea's next message."
     assert named  # the fake echoes when nothing is scripted
+
+
+async def test_a_hidden_latest_floor_takes_no_new_page(service: TavernService) -> None:
+    await service.respond(KEY, MAIN_BRANCH, [line("one")])
+    await service.hide_floor(KEY, MAIN_BRANCH, 1)
+    for again in (service.regenerate, service.continue_reply):
+        with pytest.raises(EngineError, match="floor 1 of branch 'main' is hidden"):
+            await again(KEY, MAIN_BRANCH)
