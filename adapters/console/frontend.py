@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO, TypeVar, get_args
 
+from adapters.console.asset_commands import AssetCommands, console_speaker
+from adapters.console.importing import check_kind, guess_kind, imported_text
 from adapters.console.turn_commands import (
     TurnCommands,
     command_hint,
@@ -37,7 +39,6 @@ from engine.turns.api import (
     Scope,
     SessionInfo,
     SessionKey,
-    Speaker,
     UserLine,
 )
 from engine.turns.notes import describe_note, note_to_json, parse_note_command, summarize_note
@@ -54,12 +55,12 @@ HELP = (
     "page), /del [N] (hide a floor, nothing deleted), /impersonate (a draft of your next "
     "message), /greeting [N], /stop, /fork N, /branches, /switch NAME, "
     "/vars [SCOPE], /setvar NAME VALUE [SCOPE], /history [N] (hidden floors left out), "
-    "/dryrun [TEXT], /tokens, /import FILE, "
+    "/dryrun [TEXT], /tokens, /import FILE [KIND], /persona [NAME [DESCRIPTION] | off], "
+    "/character [NAME], /preset [NAME], /worldbook [add NAME | remove NAME], "
     "/memory [QUERY], /forget ID, "
     "/note [off | [depth=N] [interval=N] [position=NAME] [role=NAME] TEXT], /help, /quit; "
     "start a message with // or \\/ to send it starting with a slash"
 )
-IMPORT_KINDS: dict[str, AssetKind] = {".png": "card", ".jsonl": "chat"}
 NOT_CONSOLE_OPTIONS: Final = frozenset({"policy"})
 """Session options the console neither shows nor sets: it answers every line it reads, so a
 reply policy (when a platform replies in a group) means nothing here."""
@@ -202,8 +203,7 @@ class ConsoleFrontend:
             if literal is None and text.startswith("/"):
                 return await self._command(text)
             text = text if literal is None else literal
-            speaker = Speaker(id=f"console:{self.user}", name=self.user)
-            line_value = UserLine(speaker=speaker, text=text)
+            line_value = UserLine(speaker=console_speaker(self.user, self.key), text=text)
             await self._generate(
                 lambda: self.service.respond(
                     self.key, self.branch, [line_value], on_text=self._on_text
@@ -218,6 +218,10 @@ class ConsoleFrontend:
         if head.lower() == "/note":
             # The note's text is taken as typed: quotes and apostrophes are part of it.
             await self._note(rest[0] if rest else "")
+            return True
+        assets = AssetCommands(self.service, self.key, self.user, self._emit)
+        if head.lower() == "/persona":  # a description is taken as typed
+            await assets.persona(rest[0] if rest else "")
             return True
         turns = TurnCommands(self)
         if head.lower() in ("/edit", "/dryrun"):  # their text as typed, like the note's
@@ -252,6 +256,12 @@ class ConsoleFrontend:
                 await turns.tokens()
             case "/stop":
                 turns.stop()
+            case "/character":
+                await assets.character(args)
+            case "/preset":
+                await assets.preset(args)
+            case "/worldbook":
+                await assets.worldbook(args)
             case "/fork":
                 await self._fork(args)
             case "/info":
@@ -477,8 +487,9 @@ class ConsoleFrontend:
         if kind is None:
             # The same line the turn service gives for a kind it does not know.
             raise FormatError(f"unknown import kind {args[1]!r}", source=path.name)
+        check_kind(path, data, kind)
         summary = await self.service.import_asset(self.key, kind, path.name, data)
-        self._emit("info", message=f"imported {summary.kind} {summary.name!r}")
+        self._emit("info", message=imported_text(path, summary), **summary.details)
 
     async def run(self, lines: AsyncIterator[str | bytes]) -> None:
         """Play until the input ends or ``/quit`` (lines as text or as undecoded bytes)."""
@@ -491,21 +502,3 @@ class ConsoleFrontend:
 def _named(names: tuple[_Name, ...], text: str) -> _Name | None:
     """The member of ``names`` spelled ``text`` (typed as the names are), None if none is."""
     return next((name for name in names if name == text), None)
-
-
-def guess_kind(path: Path, data: bytes) -> AssetKind:
-    """Tell a card, preset, world book, regex script or chat apart by name and content."""
-    if path.suffix.lower() in IMPORT_KINDS:
-        return IMPORT_KINDS[path.suffix.lower()]
-    try:
-        parsed = json.loads(data)
-    except ValueError:
-        return "card"
-    if isinstance(parsed, list) or (isinstance(parsed, dict) and "findRegex" in parsed):
-        return "regex"
-    if isinstance(parsed, dict):
-        if "entries" in parsed:
-            return "worldbook"
-        if "prompts" in parsed or "prompt_order" in parsed:
-            return "preset"
-    return "card"

@@ -330,13 +330,15 @@ class RoleplayService(Protocol):
     async def variables(
         self, key: SessionKey, branch: str, scope: Scope | None = None
     ) -> dict[str, Any]:
-        """The merged local view (scope None) or one scope, at the head of the branch."""
+        """The merged view of all five scopes (scope None; the narrowest wins) or one
+        scope, at the head of the branch."""
         ...
 
     async def set_variable(
         self, key: SessionKey, branch: str, name: str, value: Any, scope: Scope = "chat"
     ) -> None:
-        """An explicit write to one scope (``/vars set``)."""
+        """An explicit write to one scope (``/vars set``); a ``floor`` or ``page`` write lands
+        on the latest floor and its active page at once (none yet: TimelineNotFoundError)."""
         ...
 
     async def delete_variable(

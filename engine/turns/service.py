@@ -325,7 +325,8 @@ class TavernService:
     async def variables(
         self, key: SessionKey, branch: str, scope: Scope | None = None
     ) -> dict[str, Any]:
-        """The merged local view (scope None) or one scope, at the head of the branch."""
+        """The merged view of all five scopes (scope None; the narrowest wins) or one
+        scope, at the head of the branch."""
         return await self.parts.variables.read(key, branch, scope)
 
     async def set_variable(
