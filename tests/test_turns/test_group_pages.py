@@ -178,3 +178,15 @@ async def test_a_fork_plays_the_same_group_and_an_edit_forks_before_the_turn(
         ("Bob", (("Ann", "Bob, Mira, go?"),)),
         ("Mira", ()),
     ]
+
+
+async def test_continue_on_a_group_reply_plays_its_speaker(
+    remote: TavernService, fake: FakeOpenAIServer
+) -> None:
+    await two_members(remote)
+    fake.script(FakeReply(text="Mira 1."), FakeReply(text="Bob 1."), FakeReply(text=" And more."))
+    await remote.respond(KEY, MAIN_BRANCH, [line("Mira and Bob?")])  # Mira, then Bob
+    view = await remote.continue_reply(KEY, MAIN_BRANCH)
+    assert (view.character, view.text) == ("Bob", "Bob 1. And more.")
+    request = str(fake.chat_requests[2].messages)
+    assert "Bob sails the ferry." in request and "Mira keeps the lighthouse." not in request
