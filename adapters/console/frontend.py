@@ -54,7 +54,7 @@ HELP = (
     "message, answered on a new branch; with N the reply of floor N, the original kept as a "
     "page), /del [N] (hide a floor, nothing deleted), /impersonate (a draft of your next "
     "message), /greeting [N], /stop, /fork N, /branches, /switch NAME, "
-    "/vars [SCOPE], /setvar NAME VALUE [SCOPE], /history [N] (hidden floors left out), "
+    "/vars [SCOPE], /setvar NAME VALUE [SCOPE], /history [N] (hidden floors marked), "
     "/dryrun [TEXT], /tokens, /import FILE [KIND], /persona [NAME [DESCRIPTION] | off], "
     "/character [NAME], /preset [NAME], /worldbook [add NAME | remove NAME], "
     "/memory [QUERY], /forget ID, "
@@ -238,7 +238,7 @@ class ConsoleFrontend:
                 return False
             case "/help":
                 self._emit("info", message=HELP)
-            case "/regen":
+            case "/regen" | "/retry":
                 await self._generate(
                     lambda: self.service.regenerate(self.key, self.branch, on_text=self._on_text)
                 )

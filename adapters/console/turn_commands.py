@@ -47,6 +47,9 @@ so a message may start with a slash."""
 GREETINGS_LOCKED: Final = (
     "greetings can only be changed before the first message (while floor 1 is the latest)"
 )
+HIDDEN_MARK: Final = "‹hidden›"
+"""Marks a hidden floor in ``/history`` (``/del``, or a deleted platform message): kept, left
+out of the prompts."""
 NOTHING_GENERATING: Final = "nothing is generating (Ctrl-C stops a reply while it streams)"
 _COMMAND = re.compile(r"/[a-z]+")
 
@@ -104,7 +107,7 @@ class TurnCommands:
 
     # ------------------------------------------------------------------ history
     async def history(self, args: list[str]) -> None:
-        """``/history [N]``: the last N floors (hidden ones left out), both sides."""
+        """``/history [N]``: the last N floors, both sides; hidden ones marked."""
         if len(args) > 1 or (args and not args[0].isdigit()):
             self._error(f"usage: /history [N] (floors, 1 to {MAX_HISTORY})")
             return
@@ -117,7 +120,9 @@ class TurnCommands:
     async def show_floors(self, count: int, *, empty: bool) -> None:
         """Show the last ``count`` floors; ``empty``: say so when the branch has none."""
         front = self.front
-        views = await front.service.history(front.key, front.branch, limit=count)
+        views = await front.service.history(
+            front.key, front.branch, limit=count, include_hidden=True
+        )
         if not views:
             if empty:
                 self._info(f"no floors yet on branch {front.branch}")
@@ -142,6 +147,7 @@ class TurnCommands:
             inputs=[{"speaker": name, "text": said} for name, said in view.inputs],
             failed=view.failed,
             error=view.error,
+            hidden=view.hidden,
         )
 
     async def recap(self) -> None:
@@ -241,7 +247,7 @@ class TurnCommands:
                 return
             floor = latest.floor
         await front.service.hide_floor(front.key, front.branch, floor)
-        self._info(f"floor {floor} hidden: kept, left out of /history and the prompts")
+        self._info(f"floor {floor} hidden: kept (/history marks it), left out of the prompts")
 
     # ------------------------------------------------------------------ generations
     async def continue_reply(self) -> None:
@@ -337,4 +343,6 @@ def floor_text(view: ReplyView) -> str:
             else (f"#{view.floor} {name} ‹{view.page}/{view.pages}›: ")
         )
         lines.append(head + view.text)
+    if view.hidden:  # kept in the story's record, out of the prompts
+        lines[0] += f" {HIDDEN_MARK}"
     return "\n".join(lines) + "\n"

@@ -91,6 +91,9 @@ class ReplyView:
     """A group turn nobody answered (manual strategy, or nobody chosen): the floor keeps the
     user's lines with no reply (``text`` and ``character`` empty); ``speak`` makes a member
     answer."""
+    hidden: bool = False
+    """The floor is hidden (``/del``, a deleted platform message): kept, left out of prompts;
+    only ``history(include_hidden=True)`` returns such floors."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -323,8 +326,11 @@ class RoleplayService(Protocol):
         """Create branch ``name`` forking ``branch`` after ``after_floor`` (None: latest)."""
         ...
 
-    async def history(self, key: SessionKey, branch: str, *, limit: int = 50) -> list[ReplyView]:
-        """The active pages along the branch, oldest first (at most ``limit``)."""
+    async def history(
+        self, key: SessionKey, branch: str, *, limit: int = 50, include_hidden: bool = False
+    ) -> list[ReplyView]:
+        """The active pages along the branch, oldest first (at most ``limit`` floors);
+        hidden floors are left out unless ``include_hidden``, then marked ``hidden``."""
         ...
 
     async def variables(

@@ -52,10 +52,14 @@ class Branches:
             floors=created.fork_floor or 0,
         )
 
-    async def history(self, key: SessionKey, branch: str, *, limit: int = 50) -> list[ReplyView]:
-        """The active pages along the branch, oldest first (hidden floors left out)."""
+    async def history(
+        self, key: SessionKey, branch: str, *, limit: int = 50, include_hidden: bool = False
+    ) -> list[ReplyView]:
+        """The active pages along the branch, oldest first (hidden floors left out unless
+        ``include_hidden``)."""
         _, target = await self._sessions.target(key, branch)
-        return views_of(key, await self._history.history(target.id, limit=limit))
+        floors = await self._history.history(target.id, limit=limit)
+        return views_of(key, floors, include_hidden=include_hidden)
 
     async def current(self, key: SessionKey) -> str:
         """The branch the session plays on when the platform does not name one."""

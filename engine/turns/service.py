@@ -305,9 +305,14 @@ class TavernService:
         """Create branch ``name`` forking ``branch`` after ``after_floor`` (None: latest)."""
         return await self.parts.branches.fork(key, branch, after_floor=after_floor, name=name)
 
-    async def history(self, key: SessionKey, branch: str, *, limit: int = 50) -> list[ReplyView]:
-        """The active pages along the branch, oldest first (hidden floors left out)."""
-        return await self.parts.branches.history(key, branch, limit=limit)
+    async def history(
+        self, key: SessionKey, branch: str, *, limit: int = 50, include_hidden: bool = False
+    ) -> list[ReplyView]:
+        """The active pages along the branch, oldest first (hidden floors left out unless
+        ``include_hidden``)."""
+        return await self.parts.branches.history(
+            key, branch, limit=limit, include_hidden=include_hidden
+        )
 
     async def current_branch(self, key: SessionKey) -> str:
         """The branch the session plays on when the platform does not name one."""

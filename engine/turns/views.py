@@ -8,6 +8,7 @@ floor stays in the history, shown with its input and marked failed (it can be re
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Final
 
 from engine.timeline.values import FloorView, Page
@@ -79,6 +80,13 @@ def reply_view(key: SessionKey, view: FloorView) -> ReplyView:
     )
 
 
-def views_of(key: SessionKey, floors: Sequence[FloorView]) -> list[ReplyView]:
-    """Views of the floors that are not hidden, oldest first."""
-    return [reply_view(key, f) for f in floors if not f.floor.hidden]
+def views_of(
+    key: SessionKey, floors: Sequence[FloorView], *, include_hidden: bool = False
+) -> list[ReplyView]:
+    """Views of the floors, oldest first: the hidden ones left out, or with
+    ``include_hidden`` kept and marked."""
+    return [
+        replace(reply_view(key, f), hidden=True) if f.floor.hidden else reply_view(key, f)
+        for f in floors
+        if include_hidden or not f.floor.hidden
+    ]

@@ -275,7 +275,9 @@ class FakeRoleplayService(FakeTurnEdits, FakeGroupCalls):
             floors=len(self._lineage(session, branch)),
         )
 
-    async def history(self, key: SessionKey, branch: str, *, limit: int = 50) -> list[ReplyView]:
+    async def history(
+        self, key: SessionKey, branch: str, *, limit: int = 50, include_hidden: bool = False
+    ) -> list[ReplyView]:
         """As the engine's: the newest ``limit`` floors, of which the hidden ones are left out
         (so fewer may come back; floor numbers keep counting them). A floor whose active
         page is hidden stays, with no text and no character; hidden pages still count."""
@@ -290,7 +292,7 @@ class FakeRoleplayService(FakeTurnEdits, FakeGroupCalls):
         floors = list(enumerate(self._lineage(session, target), start=1))[-limit:]
         views = []
         for number, floor in floors:
-            if floor.hidden:
+            if floor.hidden and not include_hidden:
                 continue
             shown = floor.active not in floor.hidden_pages
             views.append(
@@ -303,6 +305,7 @@ class FakeRoleplayService(FakeTurnEdits, FakeGroupCalls):
                     text=floor.pages[floor.active] if shown else "",
                     character=(session.character or self.default_character) if shown else "",
                     inputs=tuple((line.speaker.name, line.text) for line in floor.lines),
+                    hidden=floor.hidden,
                 )
             )
         return views

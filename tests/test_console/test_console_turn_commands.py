@@ -141,13 +141,20 @@ async def test_del_hides_a_floor(offline_engine: TavernService) -> None:
     console, out = await _console(offline_engine)
     await _play(console, out, "first", "second", "third")
     assert await _play(console, out, "/del 2") == (
-        "* floor 2 hidden: kept, left out of /history and the prompts\n"
+        "* floor 2 hidden: kept (/history marks it), left out of the prompts\n"
     )
     assert await _play(console, out, "/del") == (
-        "* floor 3 hidden: kept, left out of /history and the prompts\n"
+        "* floor 3 hidden: kept (/history marks it), left out of the prompts\n"
     )
     assert [v.floor for v in await offline_engine.history(KEY, MAIN_BRANCH)] == [1]
+    marked = await offline_engine.history(KEY, MAIN_BRANCH, include_hidden=True)
+    assert [(v.floor, v.hidden) for v in marked] == [(1, False), (2, True), (3, True)]
+    shown = (await _play(console, out, "/history")).splitlines()
+    assert shown[0].startswith("#1 Ann: first") and "‹hidden›" not in shown[0]
+    assert shown[2] == "#2 Ann: second ‹hidden›" and shown[4] == "#3 Ann: third ‹hidden›"
     assert (await _play(console, out, "/regen")).startswith("! floor 3 of branch 'main' is hidden")
+    # /retry is /regen's other name (a failed last floor is retried the same way)
+    assert (await _play(console, out, "/retry")).startswith("! floor 3 of branch 'main' is hidden")
 
 
 async def test_continue_extends_the_reply_on_a_new_page(offline_engine: TavernService) -> None:
