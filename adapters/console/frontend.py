@@ -173,6 +173,9 @@ class ConsoleFrontend:
         """Say that the turn in progress was stopped (Ctrl-C): ``kept`` when the text streamed
         until then became the page's reply, else the turn failed (its input stays)."""
         self._unmark()
+        if kept and self.draft:  # /impersonate stopped: its draft so far waits in the prompt
+            self._emit("info", message="stopped; the draft so far is in the prompt")
+            return
         if kept:
             self._emit("info", message="stopped; the reply so far is kept (/regen for another)")
             return

@@ -218,3 +218,18 @@ async def test_dryrun_tokens_and_stop(offline_engine: TavernService) -> None:
     jsonl, jsonl_out = await _console(offline_engine, jsonl=True)
     row = json.loads(await _play(jsonl, jsonl_out, "/dryrun hi"))
     assert json.loads(row["message"])["messages"][-1]["content"] == "hi"
+
+
+async def test_a_stopped_impersonation_says_its_draft_waits(
+    offline_engine: TavernService,
+) -> None:
+    console, out = await _console(offline_engine)
+    console.thinking = True  # a terminal: the draft goes into the next prompt
+    await _play(console, out, "hello", "/impersonate")
+    assert console.draft  # what the model wrote before Ctrl-C, say
+    start = len(out.getvalue())
+    console.stopped(kept=True)
+    assert out.getvalue()[start:] == "* stopped; the draft so far is in the prompt\n"
+    console.draft = ""
+    console.stopped(kept=True)  # a reply's stop says what it always said
+    assert out.getvalue().endswith("* stopped; the reply so far is kept (/regen for another)\n")
