@@ -58,6 +58,10 @@ class Pages:
             latest = await self._history.latest_floor(target.id)
             if latest is None or latest.state != "committed":
                 raise NothingToDoError(f"branch {branch!r} has no reply of its own to swipe")
+            if latest.hidden:  # /del took it out of the story, as regenerate refuses it
+                raise NothingToDoError(
+                    f"floor {latest.seq} of branch {branch!r} is hidden; nothing to swipe"
+                )
             pages = [p for p in await self._history.pages(latest.id) if p.status == "committed"]
             numbers = [p.number for p in pages]
             index = numbers.index(latest.active_page) if latest.active_page in numbers else 0

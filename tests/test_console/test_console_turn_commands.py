@@ -155,6 +155,9 @@ async def test_del_hides_a_floor(offline_engine: TavernService) -> None:
     assert (await _play(console, out, "/regen")).startswith("! floor 3 of branch 'main' is hidden")
     # /retry is /regen's other name (a failed last floor is retried the same way)
     assert (await _play(console, out, "/retry")).startswith("! floor 3 of branch 'main' is hidden")
+    assert (await _play(console, out, "/swipe <")) == (
+        "! floor 3 of branch 'main' is hidden; nothing to swipe\n"
+    )
 
 
 async def test_continue_extends_the_reply_on_a_new_page(offline_engine: TavernService) -> None:
