@@ -53,11 +53,14 @@ class Resolver:
             if known is not None and not fresh:
                 return known
             info = self._opened[key] = await self.service.open_session(key)
+            self.state.note_group(info)
             return info
         try:
-            return await self.service.session_info(key)
+            found = await self.service.session_info(key)
         except NotFoundError:
             return None
+        self.state.note_group(found)
+        return found
 
     async def ensure_branch(self, key: SessionKey, branch: str, info: SessionInfo) -> None:
         """Fork a topic's branch from main (after its latest floor) the first time it is seen."""

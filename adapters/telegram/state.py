@@ -3,8 +3,11 @@
 - One lock per chat (and forum topic), taken before anything else is awaited, so that updates of
   one chat are handled in the order Telegram delivered them and one turn runs at a time.
 - The latest reply shown per branch (its message ids), to move the swipe keyboard and to edit
-  the reply in place on a swipe. Kept in memory: after a restart the keyboard still works on the
-  message it is under.
+  the reply in place on a swipe; in a group turn, the earlier replies of the same turn too (each
+  keeps its keyboard until the next turn). Kept in memory: after a restart the keyboard still
+  works on the message it is under.
+- Which sessions play a group of characters (their replies are prefixed with the speaker's
+  name in private chats too), learnt from the session's info and from group turns.
 - The current branch of each private chat: the service keeps it (``current_branch`` /
   ``set_current_branch``), so a restart comes back on it; cached here after the first read.
 - Group admin checks, cached for ``ADMIN_CACHE_S``; recently seen update ids.
@@ -23,7 +26,7 @@ from dataclasses import dataclass
 from adapters.telegram.config import ADMIN_CACHE_S, SEEN_UPDATES
 from adapters.telegram.inbox import Inbox
 from engine.errors import EngineError
-from engine.turns.api import MAIN_BRANCH, RoleplayService, SessionKey
+from engine.turns.api import MAIN_BRANCH, RoleplayService, SessionInfo, SessionKey
 
 log = logging.getLogger("tavernbot.telegram.state")
 
@@ -37,6 +40,9 @@ class Shown:
     floor: int
     page: int
     pages: int
+    kept: tuple[int, ...] = ()
+    """The last messages of the earlier replies of the same group turn: their keyboards stay
+    (the page counter shows; their buttons answer that only the latest reply swipes)."""
 
 
 @dataclass
@@ -58,6 +64,8 @@ class ChatState:
         self.inbox = Inbox()
         self.characters: dict[SessionKey, str] = {}
         """The character who spoke last in each session (the group reply prefix)."""
+        self.groups: set[SessionKey] = set()
+        """Sessions known to play a group of characters (see :meth:`note_group`)."""
 
     # ----------------------------------------------------------------- ordering
     @contextlib.asynccontextmanager
@@ -92,6 +100,13 @@ class ChatState:
         previous = self._shown.get((key, branch))
         self._shown[(key, branch)] = shown
         return previous
+
+    def note_group(self, info: SessionInfo) -> None:
+        """Remember whether the session of ``info`` plays a group (it has members)."""
+        if info.members:
+            self.groups.add(info.key)
+        else:
+            self.groups.discard(info.key)
 
     def forget(self, key: SessionKey) -> None:
         """Drop everything remembered about a session (after ``/reset``)."""

@@ -1,8 +1,10 @@
 """Playing turns on Telegram: respond, regenerate and swipe, and keeping the keyboard current.
 
 Every reply ends with the swipe keyboard under its last message; the reply it replaces loses
-its keyboard. Each message of a reply (and the user's message) is linked to its floor and page
-through the service, so a later ``/branch`` reply or reaction finds the floor it points at.
+its keyboard. A group turn's replies (one per member who answers) each keep their own until the
+next turn; only the latest one swipes or regenerates, as the engine allows on the latest floor.
+Each message of a reply (and the user's message) is linked to its floor and page through the
+service, so a later ``/branch`` reply or reaction finds the floor it points at.
 
 A failed turn is never a dead end: its error takes the place of the reply, and when the floor
 was kept (failed, with the user's input) the error carries 🔄 and is linked to that floor, so
@@ -18,6 +20,7 @@ from aiogram import Bot
 
 from adapters.telegram.config import TelegramConfig
 from adapters.telegram.context import Where
+from adapters.telegram.group_turn import TurnWriters
 from adapters.telegram.keyboards import retry_keyboard, swipe_keyboard
 from adapters.telegram.sender import Place, ReplyWriter, drop_keyboard
 from adapters.telegram.state import ChatState, Shown
@@ -37,29 +40,87 @@ class Turns:
         self.config = config
         self._service_links_inputs: bool | None = None
 
+    def _prefixed(self, where: Where) -> bool:
+        """Whether replies start with the speaker's name: always in Telegram groups (as
+        before), and in private chats when the session plays a group of characters."""
+        return not where.private or where.key in self.state.groups
+
     def _speaker(self, where: Where) -> str | None:
-        if where.private:
+        if not self._prefixed(where):
             return None
         known = where.info.character if where.info else None
         return known or self.state.characters.get(where.key)
 
     async def respond(self, bot: Bot, where: Where, lines: Sequence[UserLine]) -> ReplyView | None:
-        """Record ``lines`` as a new floor and stream the reply; None when the turn failed."""
-        writer = ReplyWriter(bot, where.place, self.config, speaker=self._speaker(where))
-        async with writer:
+        """Record ``lines`` as a new floor and stream the reply (in a group session, each
+        member's reply as its own message: :mod:`adapters.telegram.group_turn`); None when
+        the turn failed. A group turn returns its last reply (or the unanswered floor)."""
+
+        def open_writer(speaker: str | None) -> ReplyWriter:
+            return ReplyWriter(bot, where.place, self.config, speaker=speaker)
+
+        async def finish(writer: ReplyWriter, view: ReplyView, same_turn: bool) -> None:
+            await self._finish(bot, where, writer, view, same_turn=same_turn)
+
+        checked: list[bool] = []
+
+        async def label(name: str) -> str | None:
+            if not checked:  # once a turn: whether the session plays a group now
+                checked.append(True)
+                await self._note_group(where.key)
+            return name if self._prefixed(where) else None
+
+        turn = TurnWriters(open_writer, finish, label)
+        turn.writer.speaker = self._speaker(where)
+        async with turn:
             try:
                 view = await self.service.respond(
-                    where.key, where.branch, lines, on_text=writer.on_text
+                    where.key,
+                    where.branch,
+                    lines,
+                    on_text=turn.on_text,
+                    on_speaker=turn.on_speaker,
+                    on_reply=turn.on_reply,
                 )
             except EngineError as exc:
                 line = failure_line(exc, TURN_FAILED, logger=log)
-                kept = await self._kept_failed_floor(where, lines)
-                await self._fail(bot, where, writer, line, kept)
-                if kept is not None:
-                    await self._link_inputs(where, lines, kept.floor)
+                kept = await self._kept_failed_floor(where, lines, after=turn.replies)
+                await self._fail(bot, where, turn.for_failure(), line, kept)
+                # The user's lines are on the turn's first floor.
+                opened = turn.replies[0] if turn.replies else kept
+                if opened is not None:
+                    await self._link_inputs(where, lines, opened.floor)
+                return None
+            if not turn.handled:
+                await self._finish(bot, where, turn.writer, view)
+        first = turn.replies[0] if turn.replies else view
+        await self._link_inputs(where, lines, first.floor)
+        return view
+
+    async def _note_group(self, key: SessionKey) -> None:
+        """Read whether the session plays a group (another front end may have changed it)."""
+        try:
+            self.state.note_group(await self.service.session_info(key))
+        except EngineError as exc:
+            log.warning("could not read the members of %s: %s", key, exc)
+
+    async def speak(self, bot: Bot, where: Where, name: str) -> ReplyView | None:
+        """The member ``name`` (as the session names it) answers now, streamed as its own
+        reply with the keyboard; None when that failed (the error is shown instead)."""
+        speaker = name if self._prefixed(where) else None
+        writer = ReplyWriter(bot, where.place, self.config, speaker=speaker)
+        async with writer:
+            try:
+                view = await self.service.speak(
+                    where.key, where.branch, name, on_text=writer.on_text
+                )
+            except EngineError as exc:
+                line = failure_line(exc, f"{name} could not answer", logger=log)
+                latest = await self.latest(where.key, where.branch)
+                failed = latest if latest is not None and latest.failed else None
+                await self._fail(bot, where, writer, line, failed)
                 return None
             await self._finish(bot, where, writer, view)
-        await self._link_inputs(where, lines, view.floor)
         return view
 
     async def latest(self, key: SessionKey, branch: str) -> ReplyView | None:
@@ -82,14 +143,18 @@ class Turns:
         return latest is not None and latest.failed and latest.floor == ref.floor
 
     async def _kept_failed_floor(
-        self, where: Where, lines: Sequence[UserLine]
+        self, where: Where, lines: Sequence[UserLine], *, after: Sequence[ReplyView] = ()
     ) -> ReplyView | None:
         """The failed floor a failed turn left with ``lines`` (None when it left none, e.g. an
         input refused before any floor was opened): the branch's latest floor if it failed
-        and, when the service linked the input, is the floor the input is on."""
+        and, when the service linked the input, is the floor the input is on. In a group
+        turn whose replies ``after`` were shown, a later member's failed floor (it holds no
+        input) is the one after them."""
         latest = await self.latest(where.key, where.branch)
         if latest is None or not latest.failed:
             return None
+        if after:
+            return latest if latest.floor > after[-1].floor else None
         refs = [line.ref for line in lines if line.ref is not None]
         if refs:
             found = await self.service.resolve_message(where.key, refs[-1])
@@ -178,13 +243,21 @@ class Turns:
             return list(shown.message_ids)
         return list(shown_at)
 
-    async def _finish(self, bot: Bot, where: Where, writer: ReplyWriter, view: ReplyView) -> None:
+    async def _finish(
+        self,
+        bot: Bot,
+        where: Where,
+        writer: ReplyWriter,
+        view: ReplyView,
+        *,
+        same_turn: bool = False,
+    ) -> None:
         self.state.characters[where.key] = view.character
-        if not where.private:
+        if self._prefixed(where):
             writer.speaker = view.character
         markup = swipe_keyboard(where.branch, view.page, view.pages)
         ids = await writer.finish(view.text, markup)
-        await self._shows(bot, where, ids, view, page=view.page)
+        await self._shows(bot, where, ids, view, page=view.page, same_turn=same_turn)
 
     async def _fail(
         self,
@@ -209,15 +282,38 @@ class Turns:
             await self._shows(bot, where, ids, latest, page=latest.page)
 
     async def _shows(
-        self, bot: Bot, where: Where, ids: Sequence[int], view: ReplyView, *, page: int | None
+        self,
+        bot: Bot,
+        where: Where,
+        ids: Sequence[int],
+        view: ReplyView,
+        *,
+        page: int | None,
+        same_turn: bool = False,
     ) -> None:
         """Record that messages ``ids`` (the last with the keyboard) show ``view``'s floor,
-        at ``page`` (None: the floor failed and has no page), and move the keyboard there."""
+        at ``page`` (None: the floor failed and has no page), and move the keyboard there.
+        A later reply of the same group turn (``same_turn``) leaves the earlier replies'
+        keyboards in place; the next turn removes them all."""
         ref = PlatformRef(branch=where.branch, floor=view.floor, page=page, role="assistant")
         for message_id in ids:
             await self.service.link_message(where.key, str(message_id), ref)
-        shown = Shown(message_ids=tuple(ids), floor=view.floor, page=page or 0, pages=view.pages)
-        previous = self.state.show(where.key, where.branch, shown)
-        # The keyboard lives only under the newest reply of the chat's current view.
-        if previous is not None and previous.message_ids and previous.message_ids[-1] not in ids:
-            await drop_keyboard(bot, where.place.chat_id, previous.message_ids[-1])
+        previous = self.state.shown(where.key, where.branch)
+        kept: tuple[int, ...] = ()
+        stale: tuple[int, ...] = ()
+        if previous is not None:
+            last = previous.message_ids[-1:]
+            if last and last[0] in ids:  # the same reply shown again (a swipe, a regenerate)
+                kept = previous.kept
+            elif same_turn:
+                kept = (*previous.kept, *last)
+            else:
+                stale = (*previous.kept, *last)
+        shown = Shown(
+            message_ids=tuple(ids), floor=view.floor, page=page or 0, pages=view.pages, kept=kept
+        )
+        self.state.show(where.key, where.branch, shown)
+        # Keyboards live only under the newest reply (or the newest group turn's replies).
+        for message_id in stale:
+            if message_id not in ids:
+                await drop_keyboard(bot, where.place.chat_id, message_id)

@@ -48,8 +48,10 @@ class StreamingService(FakeRoleplayService):
 
         return paced
 
-    async def respond(self, key: Any, branch: str, lines: Any, *, on_text: Any = None) -> Any:
-        return await super().respond(key, branch, lines, on_text=self._paced(on_text))
+    async def respond(
+        self, key: Any, branch: str, lines: Any, *, on_text: Any = None, **kw: Any
+    ) -> Any:
+        return await super().respond(key, branch, lines, on_text=self._paced(on_text), **kw)
 
     async def regenerate(self, key: Any, branch: str, *, on_text: Any = None) -> Any:
         return await super().regenerate(key, branch, on_text=self._paced(on_text))

@@ -16,11 +16,13 @@ class GatedService(StreamingService):
         self.gate = asyncio.Event()
         self.holding = asyncio.Event()
 
-    async def respond(self, key: Any, branch: str, lines: Any, *, on_text: Any = None) -> Any:
+    async def respond(
+        self, key: Any, branch: str, lines: Any, *, on_text: Any = None, **kw: Any
+    ) -> Any:
         if lines[0].text == "hold":
             self.holding.set()
             await self.gate.wait()
-        return await super().respond(key, branch, lines, on_text=on_text)
+        return await super().respond(key, branch, lines, on_text=on_text, **kw)
 
 
 async def _hold_a_turn(harness: Harness, **options: Any) -> tuple[GatedService, Json, Json]:
