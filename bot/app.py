@@ -185,16 +185,23 @@ async def open_console(
 ) -> ConsoleFrontend:
     """Open (or create) console session ``session`` (a new one takes ``[session]``), import
     the given files into it and set ``options`` (session option name -> value, as ``/set``).
-    ``default_card`` (``[console] character``) is imported when no card is given and the
-    session has no character yet."""
+    The first card is the session's character and each further card joins it as a member
+    of its group (``chat --character A --character B``). ``default_card`` (``[console]
+    character``) is imported when no card is given and the session has no character yet."""
     key = SessionKey(platform="console", realm=CONSOLE_REALM, key=session)
     service = app.service
     info = await service.open_session(key)
     if default_card is not None and info.character is None and not (files or {}).get("card"):
         await service.import_asset(key, "card", *default_card)
     for kind, items in (files or {}).items():
-        for filename, data in items:
-            await service.import_asset(key, kind, filename, data)
+        for index, (filename, data) in enumerate(items):
+            if kind != "card" or index == 0:
+                await service.import_asset(key, kind, filename, data)
+                continue
+            card = await service.import_asset(key, kind, filename, data, bind=False)
+            info = await service.session_info(key)
+            if card.name not in (info.members or (info.character,)):  # reopened: it plays
+                await service.add_member(key, card.name)
     for name, value in (options or {}).items():
         await service.set_session_option(key, name, value)
     frontend = ConsoleFrontend(service=service, key=key, user=user, out=out, jsonl=jsonl)

@@ -22,6 +22,14 @@ from pathlib import Path
 from typing import Any, Final, TextIO, TypeVar, get_args
 
 from adapters.console.asset_commands import AssetCommands, console_speaker
+from adapters.console.group_commands import (
+    GROUP_COMMANDS,
+    GROUP_HELP,
+    GroupCommands,
+    GroupReplies,
+    group_fields,
+    group_line,
+)
 from adapters.console.importing import check_kind, guess_kind, imported_text
 from adapters.console.turn_commands import (
     TurnCommands,
@@ -58,6 +66,7 @@ HELP = (
     "/dryrun [TEXT], /tokens, /import FILE [KIND], /persona [NAME [DESCRIPTION] | off], "
     "/character [NAME], /preset [NAME], /worldbook [add NAME | remove NAME], "
     "/memory [QUERY], /forget ID, "
+    f"{GROUP_HELP}, "
     "/note [off | [depth=N] [interval=N] [position=NAME] [role=NAME] TEXT], /help, /quit; "
     "start a message with // or \\/ to send it starting with a slash"
 )
@@ -143,12 +152,16 @@ class ConsoleFrontend:
             page=view.page,
             pages=view.pages,
             text=view.text,
+            character=view.character,
         )
 
-    async def _generate(self, call: Callable[[], Awaitable[ReplyView]]) -> None:
+    async def _generate(
+        self, call: Callable[[], Awaitable[ReplyView]], *, replies: GroupReplies | None = None
+    ) -> None:
         """Play one turn. When the model fails (no text, a server error) the error goes where
         the reply would have been: the input stays on its floor (``/history`` shows it as
-        failed) and ``/regen`` retries it."""
+        failed) and ``/regen`` retries it. ``replies``: a group's turn shows each reply as it
+        commits, so the view returned is not shown again."""
         self._streamed = 0
         if self.thinking and not self.jsonl:
             self._marker = True
@@ -158,7 +171,7 @@ class ConsoleFrontend:
             view = await call()
         except GenerationError as exc:
             self._unmark()
-            if self._streamed and not self.jsonl:
+            if (self._streamed or (replies is not None and replies.open)) and not self.jsonl:
                 self.out.write("\n")  # the error starts its own line after a partial reply
             message = shown_error(exc, "the turn failed", logger=_log)
             if self.jsonl:
@@ -167,7 +180,8 @@ class ConsoleFrontend:
                 self._emit("error", message=f"{message} ({RETRY_HINT})")
             return
         self._unmark()
-        self._show_reply(view, streamed=self._streamed > 0)
+        if replies is None or not replies.shown:
+            self._show_reply(view, streamed=self._streamed > 0)
 
     def stopped(self, *, kept: bool) -> None:
         """Say that the turn in progress was stopped (Ctrl-C): ``kept`` when the text streamed
@@ -207,11 +221,7 @@ class ConsoleFrontend:
                 return await self._command(text)
             text = text if literal is None else literal
             line_value = UserLine(speaker=console_speaker(self.user, self.key), text=text)
-            await self._generate(
-                lambda: self.service.respond(
-                    self.key, self.branch, [line_value], on_text=self._on_text
-                )
-            )
+            await GroupReplies.respond(self, line_value)  # a group's replies, each labelled
         except Exception as exc:  # one line with an error id, never a traceback or raw SQL
             self._emit("error", message=shown_error(exc, "the command failed", logger=_log))
         return True
@@ -292,6 +302,8 @@ class ConsoleFrontend:
                 await self._memory(args)
             case "/forget":
                 await self._forget(args)
+            case command if command in GROUP_COMMANDS:
+                await GroupCommands(self).run(command, args)
             case _:
                 self._emit("error", message=command_hint(name, HELP))
         return True
@@ -323,6 +335,9 @@ class ConsoleFrontend:
             "options: " + ", ".join(f"{name} {value}" for name, value in options.items()),
             summarize_note(info.author_note),
         ]
+        group = group_line(info)
+        if group is not None:  # a group: who plays, who is muted, the strategy and the mode
+            lines.insert(1, group)
         note = info.author_note
         # The note and the options ride along as fields, in the forms ``/note`` and ``/set``
         # take them.
@@ -331,6 +346,7 @@ class ConsoleFrontend:
             message="\n  ".join(lines),
             note=note_to_json(note) if note else None,
             options=options,
+            **(group_fields(info) if info.members else {}),
         )
 
     # ------------------------------------------------------------------ session options
@@ -478,7 +494,9 @@ class ConsoleFrontend:
 
     async def _import(self, args: list[str]) -> None:
         if len(args) not in (1, 2):
-            self._emit("error", message="usage: /import FILE [card|preset|worldbook|regex|chat]")
+            self._emit(
+                "error", message="usage: /import FILE [card|preset|worldbook|regex|chat|group]"
+            )
             return
         path = Path(args[0])
         try:

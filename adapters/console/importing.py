@@ -30,11 +30,14 @@ _WHAT: Final[dict[AssetKind, str]] = {
     "worldbook": "a world book",
     "regex": "a regex script",
     "chat": "a SillyTavern chat",
+    "group": "a SillyTavern group definition",
 }
 _CARD_FIELDS: Final = frozenset({"first_mes", "personality", "description", "mes_example"})
+_GROUP_FIELDS: Final = frozenset({"activation_strategy", "generation_mode", "disabled_members"})
+"""Keys only a group definition (``groups/<id>.json``) has beside its ``members``."""
 _IMPORTS: Final = (
-    "tavernbot imports character cards, Chat Completion presets, world books, regex scripts "
-    "and chats"
+    "tavernbot imports character cards, Chat Completion presets, world books, regex scripts, "
+    "chats and group definitions"
 )
 
 
@@ -73,6 +76,8 @@ def looks_like(path: Path, data: bytes) -> Looks:
         return _known("preset")
     if "entries" in keys:
         return _known("worldbook")
+    if "members" in keys and keys & _GROUP_FIELDS:
+        return _known("group")
     if str(parsed.get("spec", "")).startswith("chara_card") or (
         "name" in fields and fields & _CARD_FIELDS
     ):
@@ -90,8 +95,8 @@ def guess_kind(path: Path, data: bytes) -> AssetKind:
         raise FormatError(f"this is {looks.what}; {_IMPORTS}", source=path.name)
     raise FormatError(
         "cannot tell what this file is (not a PNG card, a .jsonl chat or a JSON card, preset, "
-        "world book or regex script); name the kind: /import FILE "
-        "card|preset|worldbook|regex|chat",
+        "world book, regex script or group definition); name the kind: /import FILE "
+        "card|preset|worldbook|regex|chat|group",
         source=path.name,
     )
 
@@ -116,6 +121,9 @@ def imported_text(path: Path, summary: ImportSummary) -> str:
             f"imported chat {path.name} as branch {summary.name} ({count}); "
             f"/switch {summary.name} to play it"
         )
+    if summary.kind == "group":
+        members = ", ".join(str(m) for m in summary.details.get("members", ()))
+        return f"imported group {summary.name!r}: {members} play in this session (/members)"
     return f"imported {summary.kind} {summary.name!r}"
 
 

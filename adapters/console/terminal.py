@@ -59,7 +59,7 @@ class TerminalConsole:
 
     async def _prompt_text(self) -> str:
         info = await self.frontend.service.session_info(self.frontend.key)
-        character = info.character or "no character"
+        character = ", ".join(info.members) or info.character or "no character"
         return f"{self.frontend.key.key}·{self.frontend.branch}·{character}> "
 
     async def _play(self, line: str) -> bool:

@@ -147,6 +147,7 @@ class TurnCommands:
             inputs=[{"speaker": name, "text": said} for name, said in view.inputs],
             failed=view.failed,
             error=view.error,
+            unanswered=view.unanswered,
             hidden=view.hidden,
         )
 
@@ -335,6 +336,8 @@ def floor_text(view: ReplyView) -> str:
             lines.append(f"#{view.floor}")
         reason = f": {view.error}" if view.error else ""
         lines.append(f"{indent}‹failed, no reply›{reason}")
+    elif view.unanswered:  # a group turn nobody answered: the message, no reply
+        lines.append(f"{indent}‹nobody answered›")
     else:
         name = view.character or "(hidden)"
         head = (

@@ -23,7 +23,18 @@ def register(sub: Subcommands) -> None:
     """Add the ``chat`` command."""
     parser = sub.add_parser("chat", help="play in the terminal")
     parser.add_argument("--session", default=None, help="session name (default from config)")
-    parser.add_argument("--character", type=Path, help="character card to import and play")
+    parser.add_argument(
+        "--character",
+        type=Path,
+        action="append",
+        default=[],
+        help="character card to import and play (repeatable: each further card joins a group)",
+    )
+    parser.add_argument(
+        "--group",
+        type=Path,
+        help="SillyTavern group definition (groups/ID.json) naming the cards' group",
+    )
     parser.add_argument("--preset", type=Path, help="Chat Completion preset to import")
     parser.add_argument(
         "--worldbook", type=Path, action="append", default=[], help="world book (repeatable)"
@@ -56,11 +67,13 @@ def _chat(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     files: dict[AssetKind, list[tuple[str, bytes]]] = {}
     if args.character:
-        files["card"] = [(args.character.name, _read(args.character))]
+        files["card"] = [(p.name, _read(p)) for p in args.character]
     if args.preset:
         files["preset"] = [(args.preset.name, _read(args.preset))]
     if args.worldbook:
         files["worldbook"] = [(p.name, _read(p)) for p in args.worldbook]
+    if args.group:  # after the cards: the group's members are cards of the realm
+        files["group"] = [(args.group.name, _read(args.group))]
     # Set on the session as console ``/set mode`` and ``/set tools`` would (over [session]).
     options: dict[str, str] = {}
     if args.mode:
