@@ -293,3 +293,34 @@ async def test_impersonate_puts_the_draft_in_the_prompt(
         assert await term.exit_code() == 0
     finally:
         term.close()
+
+
+async def test_a_groups_replies_each_follow_their_speakers_name(
+    tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    for name in ("Mira", "Kael"):
+        card = {"name": name, "first_mes": "", "extensions": {"talkativeness": 0}}
+        data = {"spec": "chara_card_v2", "spec_version": "2.0", "data": card}
+        (tmp_path / f"{name}.json").write_text(json.dumps(data), encoding="utf-8")
+    hold = asyncio.Event()
+    server.script(
+        FakeReply(text="I row at dawn.", chunk_chars=6, hold=hold),
+        FakeReply(text="The lamp is lit.", chunk_chars=6),
+    )
+    cards = ("--character", "Mira.json", "--character", "Kael.json")
+    term = _start(tmp_path, server, ("chat", "--session", "crew", *cards))
+    try:
+        await term.expect("crew·main·Mira, Kael>")
+        term.send(b"Kael and Mira, ready?\r")
+        # Kael's name, then the first words of Kael's reply while its stream is held open.
+        await term.expect(THINKING)
+        await term.expect("Kael: I row ")
+        hold.set()
+        await term.expect("at dawn.\r\n  ‹ 1/1 › [main #1]\r\n")
+        await term.expect("Mira: The lamp is lit.\r\n  ‹ 1/1 › [main #2]")
+        await term.expect("crew·main·Mira, Kael>")
+        term.send(b"/quit\r")
+        assert await term.exit_code() == 0
+    finally:
+        hold.set()
+        term.close()
