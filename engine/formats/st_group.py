@@ -4,7 +4,9 @@ A group file names its members by their card's avatar file (``"Mira.png"``), in 
 and its muted members in ``disabled_members``. :func:`parse_group` reads the fields the engine
 uses and keeps the whole object in ``raw``; :func:`group_to_json` writes them back over it, so
 every field the engine does not use (``avatar_url``, ``chat_metadata``, ``past_metadata``,
-extension keys...) survives the round trip, and an unchanged field keeps its spelling.
+extension keys...) survives the round trip, and an unchanged field keeps its spelling. A
+session keeps the file it imported (:func:`kept_definition`); :func:`export_definition` writes
+the session's group back over it.
 
 SillyTavern's numbers: ``activation_strategy`` 0 natural, 1 list, 2 manual, 3 pooled;
 ``generation_mode`` 0 swap, 1 join without muted members, 2 join with them.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from engine.errors import FormatError
@@ -44,6 +46,11 @@ MODE_JOIN_WITH_MUTED = 2
 
 DEFAULT_AUTO_MODE_DELAY: Final = 5
 """Seconds between auto-mode turns when the file does not say (SillyTavern's default)."""
+
+GROUP_FILE_SETTING: Final = "group_file"
+"""Session setting keeping the imported group file: ``definition`` (the file's whole object)
+and ``avatars`` (each member's avatar file name by character name), so an export gives back
+every field SillyTavern has and the engine does not use (see :func:`kept_definition`)."""
 
 _AVATAR_SUFFIX = ".png"
 
@@ -229,3 +236,59 @@ def group_to_json(group: GroupDefinition) -> dict[str, object]:
         if not group.raw or imported.get(key) != value:
             out[key] = value
     return out
+
+
+def kept_definition(definition: GroupDefinition, names: Mapping[str, str]) -> dict[str, object]:
+    """What a session keeps of an imported group file under :data:`GROUP_FILE_SETTING`:
+    the whole object, and the avatar file each member was named by (``names`` maps avatar
+    file names to the imported cards' character names)."""
+    avatars = {names[a]: a for a in definition.members if a in names}
+    return {"definition": copy.deepcopy(dict(definition.raw)), "avatars": avatars}
+
+
+def export_definition(group: GroupSettings, kept: object, *, new_id: str) -> dict[str, object]:
+    """The group file of a session's ``group``: the kept file (:func:`kept_definition`, or
+    None) with the group's current members, muted members, strategy, mode, join prefix and
+    suffix and self-responses written over it; every other field stays as imported.
+
+    Members are written as avatar file names: the one a member was imported with, else
+    ``NAME.png``. A group that was never imported gets a new file, as SillyTavern creates
+    one: ``new_id`` as its id and its chat's id, named after its members."""
+    record = kept if isinstance(kept, Mapping) else {}
+    raw = record.get("definition")
+    known = record.get("avatars")
+    avatars: Mapping[str, object] = known if isinstance(known, Mapping) else {}
+
+    def avatar(name: str) -> str:
+        found = avatars.get(name)
+        return found if isinstance(found, str) and found else f"{name}{_AVATAR_SUFFIX}"
+
+    if isinstance(raw, Mapping) and raw:
+        base = group_from_mapping(raw, source=GROUP_FILE_SETTING)
+    else:
+        base = GroupDefinition(
+            id=new_id, name=", ".join(group.members), chat_id=new_id, chats=(new_id,)
+        )
+    members = tuple(avatar(name) for name in group.members)
+    disabled = tuple(avatar(name) for name in group.muted)
+    still = tuple(a for a in base.disabled_members if a in members)
+    if base.members == members and still == disabled:
+        # The same members, the same ones muted: the file's list as it was (with any former
+        # member's avatar SillyTavern left in it).
+        disabled = base.disabled_members
+    if group.mode == "swap":
+        mode = MODE_SWAP
+    else:
+        mode = MODE_JOIN_WITH_MUTED if group.join_muted else MODE_JOIN
+    return group_to_json(
+        replace(
+            base,
+            members=members,
+            disabled_members=disabled,
+            activation_strategy=NUMBER_BY_STRATEGY[group.strategy],
+            generation_mode=mode,
+            join_prefix=group.join_prefix,
+            join_suffix=group.join_suffix,
+            allow_self_responses=group.allow_self_responses,
+        )
+    )

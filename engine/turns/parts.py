@@ -113,7 +113,7 @@ def build_parts(
         profiles=profiles,
         memory=memory_access,
         links=PlatformLinks(storage, sessions, history),
-        transfer=Transfer(storage, sessions, timeline, assets),
+        transfer=Transfer(storage, sessions, timeline, assets, clock=clock),
         previews=Previews(
             storage,
             sessions,

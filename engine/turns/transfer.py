@@ -16,16 +16,20 @@
   end the file as normal lines, as SillyTavern writes a message that has no reply yet. An
   imported chat starts from its kept lines, so an untouched one comes back as it was read,
   with the session's current chat-scope variables in ``chat_metadata.variables``.
+- A SillyTavern group definition (``groups/<id>.json``) becomes the session's group, and the
+  file is kept with the session; the group export writes the session's group back over it.
 
 A dry run (the prompt the next message would get) is :mod:`engine.turns.previews`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any, Final
 
+from engine.clock import SystemClock
 from engine.errors import FormatError, LimitExceededError, NotFoundError
 from engine.formats.archive_st import TRAILING_INPUT_ERROR
 from engine.formats.cards import card_to_asset, parse_card
@@ -34,7 +38,13 @@ from engine.formats.preset import PRESET_OBJECT, parse_preset
 from engine.formats.regex_scripts import load_regex_file
 from engine.formats.st_chat import ChatEntry, ChatLog, chat_to_jsonl_bytes, parse_chat
 from engine.formats.st_dates import parse_timestamp
-from engine.formats.st_group import member_name, parse_group
+from engine.formats.st_group import (
+    GROUP_FILE_SETTING,
+    export_definition,
+    kept_definition,
+    member_name,
+    parse_group,
+)
 from engine.formats.st_kept import (
     LEGACY_HEADER_SETTING,
     LINE_META,
@@ -46,8 +56,8 @@ from engine.formats.st_kept import (
     with_variables,
 )
 from engine.formats.worldbook import WORLDBOOK_OBJECT, parse_worldbook
-from engine.group.settings import GROUP_SETTING
-from engine.ports import Storage
+from engine.group.settings import GROUP_SETTING, group_of
+from engine.ports import Clock, Storage
 from engine.timeline.assets import AssetService
 from engine.timeline.service import TimelineService
 from engine.timeline.values import MessageRole, NewMessage
@@ -83,8 +93,11 @@ class Transfer:
         timeline: TimelineService,
         assets: AssetService,
         variables: VariableService | None = None,
+        *,
+        clock: Clock | None = None,
     ) -> None:
         self._storage = storage
+        self._clock: Clock = clock or SystemClock()
         self._sessions = sessions
         self._timeline = timeline
         self._assets = assets
@@ -159,7 +172,8 @@ class Transfer:
         """A SillyTavern group definition (``groups/<id>.json``) becomes the session's group
         (``bind``); its members, named by avatar file, are the realm's cards of those names
         (``Mira.png`` is the card Mira), so the cards are imported first. With one member the
-        session is solo, playing it."""
+        session is solo, playing it. The whole file is kept with the session
+        (:data:`~engine.formats.st_group.GROUP_FILE_SETTING`) for :meth:`export_group`."""
         definition = parse_group(data, source=filename)
         cards = await self._assets.names(realm_id, "card")
         names: dict[str, str] = {}
@@ -179,7 +193,10 @@ class Transfer:
             await self._sessions.update(
                 session_id,
                 character=group.members[0],
-                **{GROUP_SETTING: group.to_json() if len(group.members) > 1 else None},
+                **{
+                    GROUP_SETTING: group.to_json() if len(group.members) > 1 else None,
+                    GROUP_FILE_SETTING: kept_definition(definition, names),
+                },
             )
         details = {"members": list(group.members), "strategy": group.strategy, "mode": group.mode}
         return ImportSummary(
@@ -392,6 +409,25 @@ class Transfer:
                 entries=tuple(entries),
             )
         return chat_to_jsonl_bytes(log)
+
+    async def export_group(self, key: SessionKey) -> bytes:
+        """The session's group as a SillyTavern group definition (``groups/<id>.json``): the
+        imported file with its every field, the current members (as avatar file names),
+        muted members, strategy, mode and self-responses written over it (see
+        :func:`~engine.formats.st_group.export_definition`). NotFoundError for a session
+        that plays fewer than two characters."""
+        ids = await self._sessions.ids(key)
+        settings = (await self._sessions.settings(ids.session_id)).settings
+        group = group_of(settings.extra)
+        if group is None:
+            plays = "one character" if settings.character else "no character"
+            raise NotFoundError(
+                f"session {key.key} plays {plays}; a group needs two: /character add"
+            )
+        # A group never imported gets a new id as SillyTavern makes one: the time in ms.
+        new_id = str(int(self._clock.now().timestamp() * 1000))
+        obj = export_definition(group, settings.extra.get(GROUP_FILE_SETTING), new_id=new_id)
+        return json.dumps(obj, ensure_ascii=False, indent=4).encode("utf-8")
 
     async def _hide(self, floor_id: int, page_ids: list[int], *, whole_floor: bool) -> None:
         """An imported hidden reply: the whole floor when its inputs were hidden too (as a

@@ -6,10 +6,12 @@ The fake plays no activation: ``respond`` answers with the session's character a
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any, Protocol
 
 from engine.errors import ConfigurationError, NotFoundError
+from engine.formats.st_group import GROUP_FILE_SETTING, export_definition
 from engine.group.settings import GROUP_SETTING, GroupSettings, group_of
 from engine.turns.api import OnReply, OnText, ReplyView, SessionInfo, SessionKey
 from tests.fakes.roleplay_state import FakeBranch, FakeFloor, FakeSession
@@ -114,6 +116,15 @@ class FakeGroupCalls:
         session = self._session(key)
         _store(session, replace(_group(session), strategy=strategy))  # type: ignore[arg-type]
         return await self.session_info(key)
+
+    async def export_group(self: _Host, key: SessionKey) -> bytes:
+        self.calls.append(("export_group", key))
+        session = self._session(key)
+        group = group_of(session.settings.extra)
+        if group is None:
+            raise NotFoundError(f"session {key.key} plays one character")
+        kept = session.settings.extra.get(GROUP_FILE_SETTING)
+        return json.dumps(export_definition(group, kept, new_id="1")).encode()
 
     async def set_group_mode(self: _Host, key: SessionKey, mode: str) -> SessionInfo:
         self.calls.append(("set_group_mode", (key, mode)))

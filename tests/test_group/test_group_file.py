@@ -10,7 +10,9 @@ import pytest
 from engine.errors import FormatError
 from engine.formats.st_group import (
     GroupDefinition,
+    export_definition,
     group_to_json,
+    kept_definition,
     member_name,
     parse_group,
 )
@@ -94,6 +96,20 @@ def test_a_new_group_gets_every_field() -> None:
     out = group_to_json(GroupDefinition(name="New", members=("A.png",)))
     assert out["members"] == ["A.png"] and out["generation_mode"] == 0
     assert out["auto_mode_delay"] == 5 and out["hideMutedSprites"] is False
+
+
+def test_export_keeps_a_former_members_mute_only_while_nothing_changed() -> None:
+    # SillyTavern can leave a removed member in disabled_members; an untouched group keeps it.
+    stale = {**ST_GROUP, "disabled_members": ["Bram.png", "Gone.png"]}
+    definition = parse_group(raw(stale), source="g.json")
+    names = {"Cole Stone.png": "Cole"}
+    kept = kept_definition(definition, names)
+    group = definition.settings(names)
+    assert group.members == ("Mira", "Bram", "Cole")
+    assert export_definition(group, kept, new_id="1") == stale
+    unmuted = export_definition(replace(group, muted=()), kept, new_id="1")
+    assert unmuted["disabled_members"] == []
+    assert unmuted["members"] == stale["members"]  # Cole keeps the file name it came with
 
 
 @pytest.mark.parametrize(
