@@ -1,12 +1,16 @@
 """Inline buttons: ◀️ ▶️ swipe, 🔄 regenerates, the page counter, and branch switching.
 
 ▶️ on the last page regenerates, as in SillyTavern. The page counter of the pressed keyboard
-tells which page the message shows, so buttons keep working after a restart; a keyboard left
-under an older reply (the adapter forgets where it put keyboards when it restarts) is removed
-when pressed.
+tells which page the message shows, so buttons keep working after a restart. Only the branch's
+latest reply swipes or regenerates (the engine's rule): a press under an older one answers with
+an alert; a keyboard left under an older reply (the adapter forgets where it put keyboards when
+it restarts) is removed when pressed, while the earlier replies of the latest group turn keep
+theirs.
 """
 
 from __future__ import annotations
+
+from typing import Final
 
 from aiogram import Bot, Router
 from aiogram.types import CallbackQuery, InaccessibleMessage, Message
@@ -26,6 +30,9 @@ from adapters.telegram.keyboards import (
 )
 from adapters.telegram.sender import Place, drop_keyboard
 from engine.errors import EngineError
+
+OLDER_REPLY: Final = "Only the latest reply can be swiped or regenerated."
+"""The alert a swipe or 🔄 button under an older reply answers with."""
 
 
 def _page_counter(message: Message) -> tuple[int, int] | None:
@@ -88,10 +95,13 @@ def build(frontend: Frontend) -> Router:
             await query.answer(shown)
             return
         if not await is_latest(where, message.message_id):
-            # A keyboard left under an older reply (after a restart the adapter no longer
-            # knows where it was): only the branch's latest floor swipes, so it goes away.
-            await query.answer("Only the latest reply can be swiped.", show_alert=True)
-            await drop_keyboard(bot, message.chat.id, message.message_id)
+            # Only the branch's latest floor swipes and regenerates. An earlier reply of the
+            # latest group turn keeps its keyboard (its page counter); one left under an
+            # older reply (after a restart the adapter no longer knows where it was) goes.
+            await query.answer(OLDER_REPLY, show_alert=True)
+            latest = frontend.state.shown(where.key, where.branch)
+            if latest is None or message.message_id not in latest.kept:
+                await drop_keyboard(bot, message.chat.id, message.message_id)
             return
         await query.answer()
         try:

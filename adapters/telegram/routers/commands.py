@@ -46,12 +46,20 @@ MEMORY_SHOWN = 20
 
 COMMANDS: dict[str, str] = {
     "start": "Start or bind the role-play session",
-    "info": "Show the session: character, preset, branches, Author's Note",
+    "info": "Show the session: characters, preset, branches, Author's Note",
     "vars": "Show variables: /vars [page|floor|branch|chat|global]",
     "getvar": "Show one variable: /getvar name",
     "setvar": "Set a variable: /setvar name value [scope]",
     "delvar": "Delete a variable: /delvar name [scope]",
     "character": "Show the character (send a card file to change it)",
+    "members": "Show the characters playing, who is muted, the strategy and mode",
+    "add": "Add a character of this chat to the story: /add NAME",
+    "remove": "Take a character out of the story: /remove NAME",
+    "mute": "Mute a character (it answers only when called): /mute NAME",
+    "unmute": "Let a muted character speak again: /unmute NAME",
+    "strategy": "Who answers: /strategy natural|list|pooled|manual",
+    "mode": "Cards in the prompt: /mode swap (the speaker's) | join (all)",
+    "speak": "Make a character answer now: /speak NAME",
     "preset": "Show the preset (send a preset file to change it)",
     "worldbook": "Show the world books (send one as a file to add it)",
     "persona": "Who you are: /persona [Name | description] or /persona clear",
@@ -67,12 +75,29 @@ COMMANDS: dict[str, str] = {
     "preview": "Evaluate macros: /preview text",
     "dryrun": "Show the prompt a message would get: /dryrun text",
 }
-WRITES = frozenset({"start", "setvar", "delvar", "reset", "branch", "tools"})
+WRITES = frozenset(
+    {
+        "start",
+        "setvar",
+        "delvar",
+        "reset",
+        "branch",
+        "tools",
+        "add",
+        "remove",
+        "mute",
+        "unmute",
+        "strategy",
+        "mode",
+    }
+)
 GROUP_READS = (
     "info",
     "vars",
     "getvar",
     "character",
+    "members",
+    "speak",
     "preset",
     "worldbook",
     "persona",
@@ -129,6 +154,20 @@ def settings_lines(info: SessionInfo) -> list[str]:
     """``name = value`` for every session option Telegram uses, in ``/set``'s words."""
     lines = option_lines(info)
     return [f"{name} = {value}" for name, value in lines if name not in UNUSED_OPTIONS]
+
+
+def group_lines(info: SessionInfo) -> list[str]:
+    """The characters a session plays, as ``/members`` and ``/info`` show them: a group's
+    members in list order (muted ones marked), its strategy and mode; or the one character."""
+    if not info.members:
+        who = info.character or "the default character"
+        return [f"Character: {who}"]
+    muted = set(info.muted)
+    listed = ", ".join(f"{name} (muted)" if name in muted else name for name in info.members)
+    return [
+        f"Characters: {listed}",
+        f"Strategy: {info.strategy}; mode: {info.group_mode}",
+    ]
 
 
 Handler = Callable[[Message, Bot, Where, CommandObject], Awaitable[None]]
@@ -224,7 +263,7 @@ def build(frontend: Frontend) -> Router:
         await reply(
             message,
             bot,
-            f"Character: {found.character or 'the default character'}\n"
+            "\n".join(group_lines(found)) + "\n"
             f"Preset: {found.preset or 'none (built-in prompt)'}\n"
             f"World books: {', '.join(found.worldbooks) or 'none'}\n"
             f"Branch: {where.branch}; branches: {branches}\n"
