@@ -252,8 +252,9 @@ class ConsoleFrontend:
             case "/help":
                 self._emit("info", message=HELP)
             case "/regen" | "/retry":
-                await self._generate(
-                    lambda: self.service.regenerate(self.key, self.branch, on_text=self._on_text)
+                await GroupReplies.again(  # in a group, after the speaker's name
+                    self,
+                    lambda: self.service.regenerate(self.key, self.branch, on_text=self._on_text),
                 )
             case "/swipe":
                 await turns.swipe(args)

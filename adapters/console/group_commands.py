@@ -14,6 +14,7 @@ mode emits one ``reply`` object per reply, carrying its ``character``. A turn no
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -103,6 +104,32 @@ class GroupReplies:
             ),
             replies=replies,
         )
+
+    @classmethod
+    async def again(cls, front: ConsoleFrontend, call: Callable[[], Awaitable[ReplyView]]) -> None:
+        """Play ``call`` (``/regen``, ``/continue``) on the latest floor: in a group its new
+        page streams after the name of the member whose reply it is."""
+        info = await front.service.session_info(front.key)
+        replies = cls(front, labelled=bool(info.members))
+        latest = await front.service.history(front.key, front.branch, limit=1)
+        speaker = latest[-1].character if latest and replies.labelled else ""
+
+        async def labelled() -> ReplyView:
+            if speaker:
+                await replies.on_speaker(speaker)
+            return await call()
+
+        await front._generate(labelled, replies=replies)
+
+    @staticmethod
+    async def show(front: ConsoleFrontend, view: ReplyView) -> None:
+        """Show a page that is not streamed (``/swipe``, ``/edit N``): in a group after the
+        name of the member whose reply it is."""
+        if view.character and not front.jsonl:
+            info = await front.service.session_info(front.key)
+            if info.members:
+                front.out.write(speaker_label(view.character))
+        front._show_reply(view, streamed=False)
 
     async def on_speaker(self, name: str) -> None:
         """A member's reply starts: its label, and the stream starts over for it."""

@@ -15,6 +15,7 @@ import re
 from typing import TYPE_CHECKING, Final
 
 from adapters.console.asset_commands import console_speaker
+from adapters.console.group_commands import GroupReplies
 from engine.prompt.dry_run_text import dry_run_text, tokens_text
 from engine.timeline.history import MAX_HISTORY
 from engine.turns.api import ReplyView, UserLine
@@ -196,7 +197,7 @@ class TurnCommands:
             return
         if floor is not None:
             view = await front.service.edit_reply(front.key, front.branch, floor, text)
-            front._show_reply(view, streamed=False)
+            await GroupReplies.show(front, view)
             self._info(
                 f"the reply of floor {floor} is now page {view.page}/{view.pages}; "
                 "the original stays a page before it (/swipe <)"
@@ -254,8 +255,9 @@ class TurnCommands:
     async def continue_reply(self) -> None:
         """``/continue``: extend the latest reply on a new page, streamed."""
         front = self.front
-        await front._generate(
-            lambda: front.service.continue_reply(front.key, front.branch, on_text=front._on_text)
+        await GroupReplies.again(  # in a group, after the speaker's name
+            front,
+            lambda: front.service.continue_reply(front.key, front.branch, on_text=front._on_text),
         )
 
     async def impersonate(self) -> None:
@@ -313,7 +315,7 @@ class TurnCommands:
             self._info(f"already on the first page ({latest.page}/{latest.pages})")
             return
         view = await front.service.swipe(front.key, front.branch, step)
-        front._show_reply(view, streamed=False)
+        await GroupReplies.show(front, view)
         if latest is not None and step > 0 and view.page == latest.page:
             # As today, the last page is shown again; SillyTavern would write a new one.
             self._info(f"that is the last page ({view.page}/{view.pages}); /regen writes another")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -142,6 +143,17 @@ async def test_terminal_labels_each_reply_with_its_speaker(offline_engine: Taver
     assert lines[2].startswith(speaker_label("Mira")) and len(lines[2]) > len("Mira: ")
     assert lines[3] == "  ‹ 1/1 › [main #3]"
     assert len(lines) == 4
+    # A new page of the latest reply, and a swipe back, also name its speaker.
+    for command, marker in (
+        ("/regen", "‹ 2/2 ›"),
+        ("/continue", "‹ 3/3 ›"),
+        ("/swipe <", "‹ 2/3 ›"),
+    ):
+        start = len(out.getvalue())
+        assert await console.handle_line(command)
+        shown = out.getvalue()[start:].splitlines()
+        assert shown[0].startswith(speaker_label("Mira")), (command, shown)
+        assert shown[-1] == f"  {marker} [main #3]", (command, shown)
     await console.handle_line("/strategy manual")
     start = len(out.getvalue())
     await console.handle_line("Hello?")
@@ -157,3 +169,28 @@ async def test_terminal_labels_each_reply_with_its_speaker(offline_engine: Taver
         "   ‹nobody answered›",
         f"#5 {spoken[0].replace('Mira: ', 'Mira ‹1/1›: ', 1)}",
     ]
+
+
+async def test_import_tells_a_group_definition_by_its_keys(
+    tmp_path: Path, offline_engine: TavernService
+) -> None:
+    console, out = await _group_console(offline_engine, jsonl=True)
+    crew = tmp_path / "1700000000000.json"
+    definition = {
+        "name": "Crew",
+        "members": ["Kael.png", "Mira.png"],
+        "disabled_members": [],
+        "activation_strategy": 1,
+        "generation_mode": 0,
+    }
+    crew.write_text(json.dumps(definition), encoding="utf-8")
+    (refused,) = await _rows(console, out, f"/import {crew} preset")
+    assert refused["type"] == "error"
+    assert "a SillyTavern group definition, not a Chat Completion preset" in refused["message"]
+    assert f"/import {crew.name} group" in refused["message"]
+    (imported,) = await _rows(console, out, f"/import {crew}")
+    assert (
+        imported["message"] == "imported group 'Crew': Kael, Mira play in this session (/members)"
+    )
+    (members,) = await _rows(console, out, "/members")
+    assert members["message"] == "members: Kael, Mira; strategy list, mode swap"
