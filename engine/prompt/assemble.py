@@ -320,6 +320,7 @@ def _examples(
             user_name=inp.user_name,
             char_name=inp.character.name,
             is_group=inp.is_group,
+            members=inp.group.names if inp.group is not None else (),
         )
         messages = [
             priced(

@@ -36,28 +36,47 @@ def _prefixes(name: str, placeholders: Sequence[str]) -> tuple[str, ...]:
 
 
 def split_example_block(
-    block: str, *, user_name: str, char_name: str, is_group: bool = False
+    block: str,
+    *,
+    user_name: str,
+    char_name: str,
+    is_group: bool = False,
+    members: Sequence[str] = (),
 ) -> list[ExampleTurn]:
-    """The turns of one block. The first line (the block marker) is skipped; a line starting
-    ``"<user>:"`` or ``"<char>:"`` starts a turn; lines before the first speaker join the first
-    turn; the speaker prefix is removed once and the text trimmed."""
+    """The turns of one block, as SillyTavern's ``parseExampleIntoIndividual`` makes them.
+
+    The first line (the block marker) is skipped; a line starting ``"<user>:"`` starts a
+    user turn, one starting ``"<char>:"`` or, in a group, ``"<member>:"`` for any of the
+    group's ``members`` an example turn of the characters; lines before the first speaker
+    join the first turn. Only a change between the user and the characters ends a turn, so
+    consecutive lines of two members make one turn. A member's line names the turn's
+    speaker, who stays so until another member's line (a ``"<char>:"`` line keeps it, as in
+    SillyTavern). The speaker's prefix is removed once and the text trimmed; in a group each
+    turn then starts with its speaker's name (the user's on a user turn)."""
     lines = _START.sub("{Example Dialogue:}", block, count=1).replace("\r", "").split("\n")
     user_prefixes = _prefixes(user_name, ("{{user}}", "<USER>"))
     char_prefixes = _prefixes(char_name, ("{{char}}", "<BOT>"))
+    member_prefixes = tuple(f"{name}:" for name in members) if is_group else ()
     turns: list[ExampleTurn] = []
     current: list[str] = []
     speaker: str | None = None
+    bot_name = char_name
 
     def flush(who: str) -> None:
-        prefixes = user_prefixes if who == EXAMPLE_USER else char_prefixes
+        if who == EXAMPLE_USER:
+            name, prefixes = user_name, user_prefixes
+        elif bot_name == char_name:
+            name, prefixes = char_name, char_prefixes
+        else:
+            name, prefixes = bot_name, (f"{bot_name}:",)
         text = "\n".join(current)
         for prefix in prefixes:
             if prefix in text:
                 text = text.replace(prefix, "", 1)
                 break
         text = text.strip()
-        if who == EXAMPLE_ASSISTANT and is_group:
-            text = f"{char_name}: {text}"
+        if is_group:
+            text = f"{name}: {text}"
         turns.append(ExampleTurn(name=who, content=text))
         current.clear()
 
@@ -66,7 +85,11 @@ def split_example_block(
             if speaker == EXAMPLE_ASSISTANT:
                 flush(EXAMPLE_ASSISTANT)
             speaker = EXAMPLE_USER
-        elif line.startswith(char_prefixes):
+        elif line.startswith(char_prefixes) or (
+            member_prefixes and line.startswith(member_prefixes)
+        ):
+            if not line.startswith(char_prefixes):
+                bot_name = line.split(":", 1)[0]
             if speaker == EXAMPLE_USER:
                 flush(EXAMPLE_USER)
             speaker = EXAMPLE_ASSISTANT

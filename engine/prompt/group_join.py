@@ -15,10 +15,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
+from engine.macros.examples import format_examples
 from engine.prompt.inchat import ExtensionPrompt, section
-from engine.prompt.inputs import AssemblyInput, CharacterFields, GroupPrompt
+from engine.prompt.inputs import MEMBER_CARD, AssemblyInput, CharacterFields, GroupPrompt
 from engine.prompt.ir import Section
+
+if TYPE_CHECKING:
+    from engine.macros.evaluator import MacroEnv
 
 JOIN_FIELDS: tuple[tuple[str, str], ...] = (
     ("description", "Description"),
@@ -28,12 +33,25 @@ JOIN_FIELDS: tuple[tuple[str, str], ...] = (
 )
 """The card fields join mode combines, with the name ``<FIELDNAME>`` stands for."""
 
+JOINED_MACROS: Final[Mapping[str, str]] = {
+    "description": "description",
+    "charDescription": "description",
+    "personality": "personality",
+    "charPersonality": "personality",
+    "scenario": "scenario",
+    "charScenario": "scenario",
+    "mesExamplesRaw": "mes_example",
+}
+"""The card macros that give a joined field in join mode (SillyTavern's card fields come from
+``getGroupCharacterCardsLazy`` then), with the field each gives; ``{{mesExamples}}`` is the
+joined examples formatted."""
+
 _FIELDNAME = re.compile(r"<FIELDNAME>", re.IGNORECASE)
 _START = "<START>"
 
 Render = Callable[[str, str, Mapping[str, object] | None], str]
-"""``render(text, source, env)``: macro expansion of a game master's text; ``env`` carries
-``char`` as a call-local name."""
+"""``render(text, source, env)``: macro expansion of a game master's text; ``env`` names the
+member whose card it is (:data:`~engine.prompt.inputs.MEMBER_CARD`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,7 +88,7 @@ def joined_fields(inp: AssemblyInput, render: Render) -> dict[str, JoinedField]:
     def wrap(template: str, label: str, name: str, source: str) -> str:
         if not template:
             return ""
-        return render(_FIELDNAME.sub(label, template), source, {"char": name})
+        return render(_FIELDNAME.sub(label, template), source, {MEMBER_CARD: name})
 
     out: dict[str, JoinedField] = {}
     for key, label in JOIN_FIELDS:
@@ -112,7 +130,7 @@ def member_depth_prompts(inp: AssemblyInput, render: Render) -> list[ExtensionPr
         if not raw:
             continue
         ref = f"{member.name}.depth_prompt"
-        text = render(raw, f"card.{ref}", {"char": member.name}).replace("\r", "")
+        text = render(raw, f"card.{ref}", {MEMBER_CARD: member.name}).replace("\r", "")
         if not text:
             continue
         out.append(
@@ -125,3 +143,27 @@ def member_depth_prompts(inp: AssemblyInput, render: Render) -> list[ExtensionPr
             )
         )
     return out
+
+
+def joined_card_macros(joined: Mapping[str, JoinedField]) -> dict[str, object]:
+    """Call-local macros for a join-mode turn: ``{{description}}``, ``{{personality}}``,
+    ``{{scenario}}``, ``{{mesExamplesRaw}}`` (and their ``char...`` names) give the joined
+    fields, ``{{mesExamples}}`` the joined examples formatted, as SillyTavern's card fields
+    are the joined ones in join mode. Inside a card (card macros off) they give ``''``, as
+    any card macro there does. Empty when nothing was joined."""
+    if not joined:
+        return {}
+
+    def field(text: str) -> Callable[[MacroEnv], str]:
+        return lambda env: text if env.replace_character_card else ""
+
+    macros: dict[str, object] = {
+        name: field(joined[key].text) for name, key in JOINED_MACROS.items() if key in joined
+    }
+    examples = joined.get("mes_example")
+    if examples is not None:
+        text = examples.text
+        macros["mesExamples"] = lambda env: (
+            format_examples(text, env) if env.replace_character_card else ""
+        )
+    return macros

@@ -52,11 +52,18 @@ PLAYER: Final[Origin] = "player"
 GAME_MASTER: Final[Origin] = "game_master"
 
 
+MEMBER_CARD: Final = "char"
+"""The ``env`` key of :meth:`MacroRenderer.render` naming the group member whose card the text
+is: the text is rendered as SillyTavern renders a member's card in a group
+(``baseChatReplace`` with that member as ``name2``): ``{{char}}`` is the member, ``{{notChar}}``
+is worked out relative to it, and card macros (``{{description}}``...) give ``''``."""
+
+
 class MacroRenderer(Protocol):
     """Expands macros in one piece of prompt text. ``source`` names the text (``preset.main``,
     ``card.description``, ``world.<book>.<uid>``...) for warnings and traces; ``origin`` says
-    who wrote it (see :data:`Origin`); ``env`` adds call-specific values such as ``original``
-    or ``outlets``."""
+    who wrote it (see :data:`Origin`); ``env`` adds call-specific values such as ``original``,
+    ``outlets``, :data:`MEMBER_CARD` or call-local macros."""
 
     def render(
         self,

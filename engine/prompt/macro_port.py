@@ -39,6 +39,7 @@ from engine.macros.diagnostics import (
 from engine.macros.limits import TURN_MACRO_STEPS
 from engine.prompt.inputs import (
     GAME_MASTER,
+    MEMBER_CARD,
     CharacterFields,
     GroupPrompt,
     HistoryLine,
@@ -136,7 +137,8 @@ class EngineMacros:
         env: Mapping[str, object] | None = None,
     ) -> str:
         """The text with macros expanded under ``origin``'s access; ``env`` may carry
-        ``original``, ``outlets`` and call-local values (such as ``lastChatMessage``)."""
+        ``original``, ``outlets``, :data:`~engine.prompt.inputs.MEMBER_CARD` (a group
+        member's card) and call-local values (such as ``lastChatMessage``)."""
         return self._evaluate(text, source=source, origin=origin, env=env, escape=None)
 
     def render_escaped(
@@ -169,7 +171,12 @@ class EngineMacros:
         if isinstance(outlets, Mapping):
             self.context.outlets = {str(k): str(v) for k, v in outlets.items()}
         original = env.get("original")
-        dynamic = {k: v for k, v in env.items() if k not in ("outlets", "original")}
+        # A group member's card: that member is {{char}} (and the base of {{notChar}}), and
+        # card macros inside it give '' (SillyTavern's baseChatReplace with name2 set).
+        member = env.get(MEMBER_CARD)
+        member_name = member if isinstance(member, str) else None
+        special = ("outlets", "original", MEMBER_CARD)
+        dynamic = {k: v for k, v in env.items() if k not in special}
         # Every text of the page draws on one write budget: the commit refuses a page with
         # more than MAX_WRITES_PER_PAGE writes, so past it a write is refused here instead.
         left = max(0, self.max_writes - len(self.mutations))
@@ -188,6 +195,8 @@ class EngineMacros:
             post_process=escape,
             trace=self.trace,
             access=self.access_of(origin),
+            char=member_name,
+            replace_character_card=member_name is None,
         )
         self.steps += result.steps
         warnings = result.warnings

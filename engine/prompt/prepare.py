@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from engine.prompt.budget import REPLY_PRIMING_TOKENS, TokenCounter
 from engine.prompt.examples import parse_mes_examples
-from engine.prompt.group_join import joined_fields, member_depth_prompts
+from engine.prompt.group_join import joined_card_macros, joined_fields, member_depth_prompts
 from engine.prompt.history import CursorWindow, HistoryCursor
 from engine.prompt.inchat import ExtensionPrompt, section
 from engine.prompt.inputs import (
@@ -78,8 +78,8 @@ class Prepared:
         return self.macros.render(text, source=source, origin=origin, env=merged)
 
     def render_card(self, text: str, source: str, env: Mapping[str, object] | None) -> str:
-        """Expand macros in a game master's card text (a group member's, with ``char`` in
-        ``env`` naming that member)."""
+        """Expand macros in a game master's card text (a group member's, with ``env``
+        naming that member: :data:`~engine.prompt.inputs.MEMBER_CARD`)."""
         return self.render(text, source, env, origin=GAME_MASTER)
 
 
@@ -150,9 +150,12 @@ def prepare(
             value = prep.render(value, f"card.{name}", origin=GAME_MASTER)
         text = value.replace("\r", "")
         prep.fields[name] = Rendered(text=text, sections=(section("card", name, text),))
-    # A join-mode group puts every member's card in place of the speaker's own.
-    for name, joined in joined_fields(inp, prep.render_card).items():
-        prep.fields[name] = Rendered(text=joined.text, sections=joined.sections)
+    # A join-mode group puts every member's card in place of the speaker's own, in the
+    # prompt and in the card macros of every later text.
+    joined = joined_fields(inp, prep.render_card)
+    for name, combined in joined.items():
+        prep.fields[name] = Rendered(text=combined.text, sections=combined.sections)
+    prep.env.update(joined_card_macros(joined))
     # A persona is typed by its player (Discord /persona set, Telegram's persona command).
     persona_text = prep.render(inp.persona.description, "persona", origin=PLAYER)
     prep.fields["persona"] = Rendered(
