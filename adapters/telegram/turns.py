@@ -46,10 +46,15 @@ class Turns:
         return not where.private or where.key in self.state.groups
 
     def _speaker(self, where: Where) -> str | None:
+        """The name a reply starts with before the engine says whose it is: in a group, the
+        character who spoke last (a regenerate or swipe is of the latest reply)."""
         if not self._prefixed(where):
             return None
         known = where.info.character if where.info else None
-        return known or self.state.characters.get(where.key)
+        last = self.state.characters.get(where.key)
+        if where.key in self.state.groups:
+            return last or known
+        return known or last
 
     async def respond(self, bot: Bot, where: Where, lines: Sequence[UserLine]) -> ReplyView | None:
         """Record ``lines`` as a new floor and stream the reply (in a group session, each

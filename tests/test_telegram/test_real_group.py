@@ -264,3 +264,22 @@ async def test_the_group_commands_are_registered_for_those_who_may_use_them(
     # Other group members see the reading and playing ones only.
     assert {"members", "speak"} <= set(registered["all_group_chats"])
     assert not changes & set(registered["all_group_chats"])
+
+
+async def test_regenerating_a_members_reply_streams_under_its_own_name(
+    real: RealHarness,
+) -> None:
+    tg, llm = real.tg, real.llm
+    ann = tg.new_user("Ann")
+    chat = tg.private_chat(ann)
+    await _two_members(real, chat, ann)  # Mira is the session's character
+    llm.script(FakeReply(text="Ahoy."))
+    (bob,) = await _turn(real, chat, ann, "Bob, ahoy!", 1)
+    edits = len(tg.calls_of("editMessageText"))
+    llm.script(FakeReply(text="Ahoy there, the sea is calm tonight.", chunk_chars=5))
+    await tg.press(chat, ann, bob.message_id, button(bob, "🔄"))
+    await tg.wait_until(lambda: counter(bob) == "2/2", wait_s=WAIT_S)
+    assert bob.html == "<b>Bob</b>\nAhoy there, the sea is calm tonight."
+    shown = [c.params["text"] for c in tg.calls_of("editMessageText")[edits:]]
+    assert len(shown) > 1  # streamed: the text grew in place
+    assert all(text.startswith("<b>Bob</b>\n") for text in shown)
