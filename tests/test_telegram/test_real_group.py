@@ -190,6 +190,9 @@ async def test_unknown_names_get_one_line_naming_members_or_cards(real: RealHarn
     assert await real.ask(chat, ann, "/mute Mira", "This chat") == (
         "This chat plays one character (Mira); /add NAME makes a group."
     )
+    assert await real.ask(chat, ann, "/members", "Character:") == (
+        "Character: Mira\n/add NAME adds another character to make a group."
+    )
     real.llm.script(FakeReply(text="Just me."))
     (reply,) = await _turn(real, chat, ann, "Mira?", 1)
     assert reply.html == "Just me."
