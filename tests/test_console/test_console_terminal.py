@@ -21,7 +21,7 @@ import pytest
 from adapters.console.frontend import THINKING
 from adapters.console.terminal import HISTORY_FILE, LEAVE_HINT, clean_line
 from tests.conftest import ROOT
-from tests.fakes.openai_server import QUIET_MEMORY_AGENT, FakeOpenAIServer, FakeReply
+from tests.fakes.openai_server import QUIET_MEMORY_AGENT, FakeError, FakeOpenAIServer, FakeReply
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -295,19 +295,25 @@ async def test_impersonate_puts_the_draft_in_the_prompt(
         term.close()
 
 
-async def test_a_groups_replies_each_follow_their_speakers_name(
-    tmp_path: Path, server: FakeOpenAIServer
-) -> None:
+def _group_cards(folder: Path) -> tuple[str, ...]:
+    """Mira's and Kael's cards (talkativeness 0: only named members answer), as ``chat``
+    arguments."""
     for name in ("Mira", "Kael"):
         card = {"name": name, "first_mes": "", "extensions": {"talkativeness": 0}}
         data = {"spec": "chara_card_v2", "spec_version": "2.0", "data": card}
-        (tmp_path / f"{name}.json").write_text(json.dumps(data), encoding="utf-8")
+        (folder / f"{name}.json").write_text(json.dumps(data), encoding="utf-8")
+    return ("--character", "Mira.json", "--character", "Kael.json")
+
+
+async def test_a_groups_replies_each_follow_their_speakers_name(
+    tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    cards = _group_cards(tmp_path)
     hold = asyncio.Event()
     server.script(
         FakeReply(text="I row at dawn.", chunk_chars=6, hold=hold),
         FakeReply(text="The lamp is lit.", chunk_chars=6),
     )
-    cards = ("--character", "Mira.json", "--character", "Kael.json")
     term = _start(tmp_path, server, ("chat", "--session", "crew", *cards))
     try:
         await term.expect("crew·main·Mira, Kael>")
@@ -323,4 +329,23 @@ async def test_a_groups_replies_each_follow_their_speakers_name(
         assert await term.exit_code() == 0
     finally:
         hold.set()
+        term.close()
+
+
+async def test_a_group_reply_that_fails_puts_its_error_on_a_line_of_its_own(
+    tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    cards = _group_cards(tmp_path)
+    server.script(FakeReply(text="I row at dawn."), FakeError(status=400))
+    term = _start(tmp_path, server, ("chat", "--session", "crew", *cards))
+    try:
+        await term.expect("crew·main·Mira, Kael>")
+        term.send(b"Kael and Mira, ready?\r")
+        await term.expect("Kael: I row at dawn.\r\n  ‹ 1/1 › [main #1]\r\n")
+        await term.expect("Mira: \r\n! ")  # the error after Mira's name, on its own line
+        await term.expect("/regen retries it")
+        await term.expect("crew·main·Mira, Kael>")
+        term.send(b"/quit\r")
+        assert await term.exit_code() == 0
+    finally:
         term.close()
