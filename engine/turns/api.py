@@ -224,11 +224,15 @@ class RoleplayService(Protocol):
         on_text: OnText | None = None,
         on_speaker: OnSpeaker | None = None,
         on_reply: OnReply | None = None,
+        called: Sequence[str] = (),
     ) -> ReplyView:
         """Record ``lines`` as one new floor, generate and commit the reply. In a group the
         members the strategy chooses answer one after another, each on its own floor
         (``on_speaker`` before each reply, ``on_reply`` after each commit); the last reply's
-        view is returned (``unanswered`` when nobody answered)."""
+        view is returned (``unanswered`` when nobody answered). ``called`` names members the
+        users called (a platform reply to a member's message): those answer instead, in that
+        order, muted or not; names that are not members are ignored, and so is ``called`` in
+        a solo session."""
         ...
 
     async def speak(
@@ -393,6 +397,14 @@ class RoleplayService(Protocol):
         """The branch as SillyTavern JSONL. Hidden floors and pages (deleted platform
         messages, a reset) are left out, or with ``include_hidden`` written as SillyTavern
         writes hidden messages: ``"is_system": true`` (hidden pages stay among the swipes)."""
+        ...
+
+    async def export_group(self, key: SessionKey) -> bytes:
+        """The session's group as a SillyTavern group definition (``groups/<id>.json``): an
+        imported file keeps every field it had (``id``, ``chat_id``, ``chats``, ``fav``,
+        unknown keys...) with the current members (their avatar file names, ``NAME.png`` for
+        one added since), muted members, strategy, mode and self-responses; a group made here
+        gets a new file. NotFoundError when the session plays fewer than two characters."""
         ...
 
     async def reset(self, key: SessionKey) -> None:

@@ -30,7 +30,7 @@ from engine.turns.api import OnReply, OnSpeaker, OnText, ReplyView, SessionKey
 from engine.turns.context import TIMED_STATE_META, read_turn
 from engine.turns.events import emit
 from engine.turns.failures import TurnFailures, records_a_failed_floor
-from engine.turns.members import member
+from engine.turns.members import find_name, member
 from engine.turns.parsed_assets import SessionAssets, load_assets
 from engine.turns.sessions import SessionIds
 from engine.turns.views import UNANSWERED_META
@@ -38,7 +38,7 @@ from engine.turns.views import UNANSWERED_META
 if TYPE_CHECKING:  # the turn service runs each reply; it builds this part around itself
     from engine.turns.turns import Turns
 
-__all__ = ["SEED_RANGE", "GroupTurns", "draw_seed", "speakers_of"]
+__all__ = ["SEED_RANGE", "GroupTurns", "called_members", "draw_seed", "speakers_of"]
 
 SEED_RANGE: Final = 2**31
 """Activation seeds are drawn from ``[0, SEED_RANGE)`` (they fit the floor's integer column)."""
@@ -58,6 +58,15 @@ def speakers_of(assets: SessionAssets, inputs: Sequence[NewMessage], seed: int) 
     return activate(
         assets.settings, talkativeness=assets.talkativeness, user_input=text, seed=seed
     )
+
+
+def called_members(assets: SessionAssets, called: Sequence[str]) -> tuple[str, ...]:
+    """The group's members that ``called`` names (as :func:`find_name` finds them), each once
+    and in order; names that are not members are left out (empty in a solo session)."""
+    if assets.settings is None:
+        return ()
+    found = (find_name(assets.settings.members, name) for name in called)
+    return tuple(dict.fromkeys(name for name in found if name is not None))
 
 
 class GroupTurns:
@@ -92,12 +101,17 @@ class GroupTurns:
         on_text: OnText | None,
         on_speaker: OnSpeaker | None,
         on_reply: OnReply | None,
+        called: Sequence[str] = (),
     ) -> ReplyView:
         """A user's turn in a group (the caller holds the branch's lock and has applied the
         input regex scripts): the chosen members answer one after another; the last reply's
-        view is returned (``unanswered`` when nobody answered)."""
+        view is returned (``unanswered`` when nobody answered). The members ``called`` names
+        (a platform reply to a member's message) answer instead of the strategy's choice,
+        muted or not, as ``speak`` would make them."""
+        # The seed is drawn and stored even for called members: it marks the turn's first
+        # floor (the one holding the user's lines), which edits look for.
         seed = draw_seed(self._rng)
-        speakers = speakers_of(assets, inputs, seed)
+        speakers = called_members(assets, called) or speakers_of(assets, inputs, seed)
         if not speakers:
             return await self._reply(
                 key, ids, target, None, inputs, seed, answer=False, on_reply=on_reply

@@ -160,11 +160,19 @@ class TavernService:
         on_text: OnText | None = None,
         on_speaker: OnSpeaker | None = None,
         on_reply: OnReply | None = None,
+        called: Sequence[str] = (),
     ) -> ReplyView:
         """Record ``lines`` as one new floor, generate and commit the reply (in a group, each
-        chosen member's reply on its own floor; the last one's view is returned)."""
+        chosen member's reply on its own floor, or the ``called`` members'; the last one's
+        view is returned)."""
         return await self.parts.turns.respond(
-            key, branch, lines, on_text=on_text, on_speaker=on_speaker, on_reply=on_reply
+            key,
+            branch,
+            lines,
+            on_text=on_text,
+            on_speaker=on_speaker,
+            on_reply=on_reply,
+            called=called,
         )
 
     async def speak(
@@ -381,6 +389,10 @@ class TavernService:
     ) -> bytes:
         """The branch as SillyTavern JSONL (``include_hidden``: hidden messages too)."""
         return await self.parts.transfer.export_chat(key, branch, include_hidden=include_hidden)
+
+    async def export_group(self, key: SessionKey) -> bytes:
+        """The session's group as a SillyTavern group definition (``groups/<id>.json``)."""
+        return await self.parts.transfer.export_group(key)
 
     async def preview(self, key: SessionKey, branch: str, text: str) -> str:
         """Evaluate macros in ``text`` (preview phase: no write persists)."""

@@ -97,12 +97,14 @@ class Turns:
         on_text: OnText | None = None,
         on_speaker: OnSpeaker | None = None,
         on_reply: OnReply | None = None,
+        called: Sequence[str] = (),
     ) -> ReplyView:
         """Record ``lines`` as one new floor (speakers named by their personas), generate and
         commit the reply; refused while the session is closed. In a group session the members
-        its strategy chooses answer in turn (:class:`~engine.turns.group_turns.GroupTurns`):
-        ``on_speaker`` is called before each reply streams, ``on_reply`` after each commits,
-        and the last reply's view is returned."""
+        its strategy chooses (or the members ``called`` names) answer in turn
+        (:class:`~engine.turns.group_turns.GroupTurns`): ``on_speaker`` is called before each
+        reply streams, ``on_reply`` after each commits, and the last reply's view is
+        returned. A solo session's one character answers whatever ``called`` says."""
         ids = await self._sessions.refuse_closed(key)
         lines = await self._personas.name_speakers(ids.realm_id, lines)
         if not lines:
@@ -156,6 +158,7 @@ class Turns:
                         on_text=on_text,
                         on_speaker=on_speaker,
                         on_reply=on_reply,
+                        called=called,
                     )
                 if opened is None:
                     # The input's store run may take the turn's whole regex budget: it runs in

@@ -207,8 +207,11 @@ class FakeRoleplayService(FakeTurnEdits, FakeGroupCalls):
         on_text: OnText | None = None,
         on_speaker: OnSpeaker | None = None,
         on_reply: OnReply | None = None,
+        called: Sequence[str] = (),
     ) -> ReplyView:
         self.calls.append(("respond", (key, branch, tuple(lines))))
+        if called:  # the fake plays no group: it only records who was called
+            self.calls.append(("called", (key, branch, tuple(called))))
         session = self._session(key)
         self._refuse_closed(session)
         lines = [self._as_persona(key, line) for line in lines]
