@@ -29,6 +29,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from adapters.discord.convert import session_key
 from adapters.discord.options import DiscordOptions
@@ -122,6 +123,7 @@ class SlowModelService(FakeRoleplayService):
         lines: Sequence[UserLine],
         *,
         on_text: OnText | None = None,
+        **group: Any,
     ) -> ReplyView:
         started = time.monotonic()
         await asyncio.sleep(self.delay_s / 2)
@@ -131,7 +133,7 @@ class SlowModelService(FakeRoleplayService):
                 await on_text(text)
             await asyncio.sleep(self.delay_s / 6)
 
-        view = await super().respond(key, branch, lines, on_text=paced)
+        view = await super().respond(key, branch, lines, on_text=paced, **group)
         self.model_s += time.monotonic() - started
         self.finished += 1
         return view

@@ -1,7 +1,8 @@
 """Gateway events -> collector, branches and hidden floors.
 
 The bot ignores its own messages, its webhooks' messages and other bots. A human message in a
-bound place becomes a line for the reply policy; editing it while it waits changes the line;
+bound place becomes a line for the reply policy (a Discord reply to a character's message calls
+that character: it answers the floor); editing it while it waits changes the line;
 deleting it withdraws the line, or, once it is part of a floor, hides what it maps to. A new
 thread under a bound channel becomes a branch.
 """
@@ -72,6 +73,7 @@ class Events:
         mentioned = me is not None and any(u.id == me.id for u in message.mentions)
         await self.personas.load(place.key, [str(message.author.id)])
         line = line_of(message, self.personas.names(place.key.realm))
+        await self._note_call(place, message, line.ref)
         self.collector.add(
             place,
             line,
@@ -79,6 +81,17 @@ class Events:
             quiet_s=self.options.quiet_period_s,
             mentioned=mentioned,
         )
+
+    async def _note_call(
+        self, place: Place, message: discord.Message, line_ref: str | None
+    ) -> None:
+        """A reply to a character's message calls that character for the line's floor."""
+        reference = message.reference
+        if reference is None or reference.message_id is None or line_ref is None:
+            return
+        member = await self.turns.calls.member_of(place, reference.message_id)
+        if member is not None:
+            self.turns.calls.note(line_ref, member)
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         """An edited message still waiting for its floor updates the line."""

@@ -1,8 +1,9 @@
 """Reactions on the latest reply: 🔄 regenerate, ◀️ previous page, ▶️ next page.
 
 Allowed for the speakers of that floor and for members with Manage Messages there; anyone
-else's reaction is removed (when the bot may) or ignored. Reactions on older replies, on
-messages that are not replies and with other emoji are ignored. A latest floor whose turn failed
+else's reaction is removed (when the bot may) or ignored. Reactions on older replies (in a group,
+every reply but the latest: only the branch's latest floor takes new pages), on messages that
+are not replies and with other emoji are ignored. A latest floor whose turn failed
 has the failure notice for its reply: 🔄 on the notice, or on the floor's own input, retries it.
 """
 
@@ -127,9 +128,15 @@ class Reactions:
         return frozenset(speaker.id for speaker in speakers)
 
     async def _is_latest(self, record: ReplyRecord) -> bool:
+        """Whether ``record`` shows the branch's latest floor (the only one that takes new
+        pages; a group's earlier replies keep theirs). A record from before a restart learns
+        its speaker here, so a reposted piece goes out under the right name."""
         place = record.place
         views = await self.service.history(place.key, place.branch, limit=1)
-        return bool(views) and views[-1].floor == record.floor
+        latest = bool(views) and views[-1].floor == record.floor
+        if latest and not record.character:
+            record.character = views[-1].character
+        return latest
 
     def _allowed(
         self, channel: object, record: ReplyRecord, payload: discord.RawReactionActionEvent

@@ -9,6 +9,10 @@ a second time. A turn that fails (the model returned no text, an error) says so 
 would have been; its floor keeps the input, and 🔄 on the notice (or on the input) retries it,
 turning the notice into the reply. A new chat's first floor is the card's greeting
 (:meth:`Turns.greet`), posted and linked like any reply.
+
+In a group each member's reply is its own message under the member's name (see
+:mod:`adapters.discord.replies`); a user's Discord reply to a member's message calls that member
+(it answers the floor instead of the group's strategy), and ``/group speak`` makes one answer now.
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ from dataclasses import dataclass, replace
 import discord
 
 from adapters.discord.budget import EditBudget
+from adapters.discord.calls import Calls
 from adapters.discord.convert import Place
 from adapters.discord.options import DiscordOptions
 from adapters.discord.outlets import DeliveryError, Outlet, OutletGoneError, Outlets
+from adapters.discord.replies import TurnReplies
 from adapters.discord.sessions import Binding, Sessions
 from adapters.discord.stream import Delivered, ReplyStream
 from adapters.discord.tasks import TaskOwner
@@ -62,6 +68,8 @@ class ReplyRecord:
     speakers: frozenset[str]
     delivered: Delivered
     failed: bool = False
+    character: str = ""
+    """Who speaks the reply (the webhook's name); empty: the session's character."""
 
 
 class Turns:
@@ -89,6 +97,7 @@ class Turns:
         self.latest: dict[tuple[SessionKey, str], ReplyRecord] = {}
         self.by_message: OrderedDict[int, ReplyRecord] = OrderedDict()
         self.self_deleted: OrderedDict[int, None] = OrderedDict()
+        self.calls = Calls(service, self.by_message)
         self.undelivered = 0
         self.service_s = 0.0  # time spent inside respond() (the model and the engine)
         self.floor_s = 0.0  # time from a floor's flush to its delivered reply
@@ -108,37 +117,112 @@ class Turns:
 
     # ------------------------------------------------------------------ floors
     async def floor(self, place: Place, lines: list[UserLine]) -> None:
-        """Record ``lines`` as one floor and deliver the reply (the collector's flush)."""
+        """Record ``lines`` as one floor and deliver the reply (the collector's flush); in a
+        group, every member's reply that answers it, each as its own message."""
         binding = await self.sessions.binding(place.key)
         if binding is None or not lines:
             return
         await self.sessions.ensure_branch(place, binding)
         speakers = frozenset(line.speaker.id for line in lines)
+        called = self.calls.take(lines)
         begun = asyncio.get_running_loop().time()
         async with self.branch_lock(place.key, place.branch):
             held_from = asyncio.get_running_loop().time()
-            stream = await self._stream(place, binding, previous=None)
+            replies = self._replies(place, binding, speakers)
+            await replies.start(binding.character)
             started = asyncio.get_running_loop().time()
             try:
                 async with self._typing(place):
                     view = await self.service.respond(
-                        place.key, place.branch, lines, on_text=stream.update
+                        place.key,
+                        place.branch,
+                        lines,
+                        on_text=replies.on_text,
+                        on_speaker=replies.on_speaker,
+                        on_reply=replies.on_reply,
+                        called=called,
                     )
             except EngineError as exc:
                 _log.warning("respond failed in %s: %s", place.key, exc)
-                failed = await self._fail(stream, exc, place, speakers)
-                if failed is not None:
-                    await self._link_inputs(place, failed.floor, lines)
+                failed = await self._fail(await replies.stream(), exc, place, speakers)
+                first = replies.first_floor or (failed.floor if failed is not None else None)
+                if first is not None:
+                    await self._link_inputs(place, first, lines)
                 return
             finally:
                 self.service_s += asyncio.get_running_loop().time() - started
-            binding.character, binding.avatar_url = view.character, view.avatar_url
-            record = ReplyRecord(place, view.floor, view.page, view.pages, speakers, Delivered())
-            await self._deliver(stream, record, view)
+            if not replies.delivered and not view.unanswered:
+                # A solo turn: its one reply is delivered here (a group's were as they came;
+                # a group turn nobody answered shows nothing until a member is called).
+                binding.character, binding.avatar_url = view.character, view.avatar_url
+                record = ReplyRecord(
+                    place,
+                    view.floor,
+                    view.page,
+                    view.pages,
+                    speakers,
+                    Delivered(),
+                    character=view.character,
+                )
+                await self._deliver(await replies.stream(), record, view)
             self.held_s += asyncio.get_running_loop().time() - held_from
         self.floors_done += 1
         self.floor_s += asyncio.get_running_loop().time() - begun
-        await self._link_inputs(replace(place, branch=view.branch), view.floor, lines)
+        first = replies.first_floor or view.floor
+        await self._link_inputs(replace(place, branch=view.branch), first, lines)
+
+    def _replies(self, place: Place, binding: Binding, speakers: frozenset[str]) -> TurnReplies:
+        """The callbacks that post one turn's replies, each under its speaker's name."""
+
+        async def open_stream(name: str | None) -> ReplyStream:
+            avatar = binding.avatar_url if name in (None, binding.character) else None
+            return await self._stream(place, name or binding.character, avatar, previous=None)
+
+        async def deliver(stream: ReplyStream, view: ReplyView) -> None:
+            record = ReplyRecord(
+                replace(place, branch=view.branch),
+                view.floor,
+                view.page,
+                view.pages,
+                speakers,
+                Delivered(),
+                character=view.character,
+            )
+            await self._deliver(stream, record, view)
+
+        return TurnReplies(open_stream=open_stream, deliver=deliver)
+
+    async def speak(self, place: Place, name: str, *, speaker_id: str) -> ReplyView | None:
+        """The member ``name`` answers now (``/group speak``) under its own name, posted and
+        linked like any reply (``speaker_id``, who called it, may react on it). A failure is
+        shown where the reply would have been, then raised for the command to answer."""
+        binding = await self.sessions.binding(place.key)
+        if binding is None:
+            return None
+        await self.sessions.ensure_branch(place, binding)
+        speakers = frozenset({speaker_id})
+        async with self.branch_lock(place.key, place.branch):
+            stream = await self._stream(place, name, None, previous=None)
+            try:
+                async with self._typing(place):
+                    view = await self.service.speak(
+                        place.key, place.branch, name, on_text=stream.update
+                    )
+            except EngineError as exc:
+                _log.warning("speak failed in %s: %s", place.key, exc)
+                await self._fail(stream, exc, place, speakers)
+                raise
+            record = ReplyRecord(
+                replace(place, branch=view.branch),
+                view.floor,
+                view.page,
+                view.pages,
+                speakers,
+                Delivered(),
+                character=view.character,
+            )
+            await self._deliver(stream, record, view)
+        return view
 
     async def greet(self, place: Place, *, user_name: str, speaker_id: str) -> ReplyView | None:
         """Open the place's branch with the character's greeting (SillyTavern's new chat opens
@@ -159,7 +243,7 @@ class Turns:
             if view is None:
                 return None
             binding.character, binding.avatar_url = view.character, view.avatar_url
-            stream = await self._stream(place, binding, previous=None)
+            stream = await self._stream(place, view.character, view.avatar_url, previous=None)
             record = ReplyRecord(
                 replace(place, branch=view.branch),
                 view.floor,
@@ -167,6 +251,7 @@ class Turns:
                 view.pages,
                 frozenset({speaker_id}),
                 Delivered(),
+                character=view.character,
             )
             await self._deliver(stream, record, view)
         return view
@@ -185,7 +270,7 @@ class Turns:
         if binding is None:
             return
         async with self.branch_lock(place.key, place.branch):
-            stream = await self._stream(place, binding, previous=record.delivered)
+            stream = await self._stream_for(record, binding)
             try:
                 async with self._typing(place):
                     view = await self.service.regenerate(
@@ -196,7 +281,13 @@ class Turns:
                 await self._fail(stream, exc, place, record.speakers)
                 return
             new = ReplyRecord(
-                place, view.floor, view.page, view.pages, record.speakers, Delivered()
+                place,
+                view.floor,
+                view.page,
+                view.pages,
+                record.speakers,
+                Delivered(),
+                character=view.character,
             )
             await self._deliver(stream, new, view)
 
@@ -208,23 +299,40 @@ class Turns:
             return
         async with self.branch_lock(place.key, place.branch):
             view = await self.service.swipe(place.key, place.branch, step)
-            stream = await self._stream(place, binding, previous=record.delivered)
+            stream = await self._stream_for(record, binding)
             new = ReplyRecord(
-                place, view.floor, view.page, view.pages, record.speakers, Delivered()
+                place,
+                view.floor,
+                view.page,
+                view.pages,
+                record.speakers,
+                Delivered(),
+                character=view.character,
             )
             await self._deliver(stream, new, view)
 
     # ------------------------------------------------------------------ delivery
+    async def _stream_for(self, record: ReplyRecord, binding: Binding) -> ReplyStream:
+        """A stream that edits ``record``'s messages (a repost goes out under its speaker)."""
+        name = record.character or binding.character
+        avatar = binding.avatar_url if name == binding.character else None
+        return await self._stream(record.place, name, avatar, previous=record.delivered)
+
     async def _stream(
-        self, place: Place, binding: Binding, *, previous: Delivered | None
+        self,
+        place: Place,
+        character: str | None,
+        avatar_url: str | None,
+        *,
+        previous: Delivered | None,
     ) -> ReplyStream:
-        name = binding.character or "Narrator"
+        name = character or "Narrator"
 
         async def reopen() -> Outlet:
             self.outlets.invalidate(place.channel_id)
-            return await self.outlets.outlet(place, name, binding.avatar_url)
+            return await self.outlets.outlet(place, name, avatar_url)
 
-        outlet = await self.outlets.outlet(place, name, binding.avatar_url)
+        outlet = await self.outlets.outlet(place, name, avatar_url)
         return ReplyStream(
             outlet=outlet,
             reopen=reopen,

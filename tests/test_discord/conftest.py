@@ -64,6 +64,7 @@ class PacedService(FakeRoleplayService):
         lines: Sequence[UserLine],
         *,
         on_text: OnText | None = None,
+        **group: Any,
     ) -> ReplyView:
         self.generating += 1
         where = (key, branch)
@@ -71,7 +72,7 @@ class PacedService(FakeRoleplayService):
         self.max_generating[where] = max(self.max_generating.get(where, 0), self._active[where])
         try:
             await asyncio.sleep(self.model_delay_s)
-            return await super().respond(key, branch, lines, on_text=self._paced(on_text))
+            return await super().respond(key, branch, lines, on_text=self._paced(on_text), **group)
         finally:
             self.generating -= 1
             self._active[where] -= 1

@@ -30,9 +30,10 @@ class ExtendedService(PacedService):
         lines: Sequence[UserLine],
         *,
         on_text: OnText | None = None,
+        **group: Any,
     ) -> ReplyView:
         self.vars_at_respond.append(await self.variables(key, branch))
-        return await super().respond(key, branch, lines, on_text=on_text)
+        return await super().respond(key, branch, lines, on_text=on_text, **group)
 
 
 # (command line, options, expected text for a permitted user)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from engine.turns.api import OnText, ReplyView, SessionKey, UserLine
 from tests.fakes.discord import FakeDiscord
@@ -24,8 +25,9 @@ class PageWritingService(PacedService):
         lines: Sequence[UserLine],
         *,
         on_text: OnText | None = None,
+        **group: Any,
     ) -> ReplyView:
-        view = await super().respond(key, branch, lines, on_text=on_text)
+        view = await super().respond(key, branch, lines, on_text=on_text, **group)
         self._write_take(key, branch)
         return view
 

@@ -11,6 +11,7 @@ from discord import app_commands
 
 from adapters.discord.commands.assets import build_assets, build_memory
 from adapters.discord.commands.context import CommandDeps
+from adapters.discord.commands.group import add_member_commands, build_group
 from adapters.discord.commands.play import (
     build_branch_here,
     build_persona,
@@ -25,10 +26,13 @@ __all__ = ["CommandDeps", "register"]
 
 def register(tree: app_commands.CommandTree[discord.Client], deps: CommandDeps) -> None:
     """Add every command to ``tree``, each answering through ``deps``."""
+    assets = build_assets(deps)
+    add_member_commands(deps, next(g for g in assets if g.name == "character"))
     for group in (
         build_tavern(deps),
         build_vars(deps),
-        *build_assets(deps),
+        *assets,
+        build_group(deps),
         build_persona(deps),
         build_memory(deps),
         build_session(deps),

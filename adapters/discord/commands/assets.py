@@ -24,6 +24,7 @@ from adapters.discord.commands.context import (
     require_binding,
     require_game_master,
 )
+from adapters.discord.commands.group import group_line
 from adapters.discord.commands.guard import guard
 from adapters.discord.convert import library_key
 from engine.turns.api import AssetKind
@@ -112,10 +113,12 @@ def build_assets(deps: CommandDeps) -> list[app_commands.Group]:
             place = place_of_interaction(interaction)
             await require_binding(deps, place)
             found = await service.session_info(place.key)
+            group = group_line(found)
             await answer(
                 interaction,
                 f"Character: **{found.character or '—'}**\nPreset: {found.preset or '—'}\n"
-                f"World books: {', '.join(found.worldbooks) or '—'}",
+                f"World books: {', '.join(found.worldbooks) or '—'}"
+                + (f"\n{group}" if group else ""),
             )
 
     preset = app_commands.Group(name="preset", description="The session's preset")

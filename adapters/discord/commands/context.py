@@ -32,8 +32,8 @@ NEEDS_GM = "You need the **{role}** role or Manage Server for that."
 
 
 class SessionCaches(Protocol):
-    """What a command needs of the running turns: dropping what they keep of a session, and
-    opening a new chat with the character's greeting."""
+    """What a command needs of the running turns: dropping what they keep of a session,
+    opening a new chat with the character's greeting, and making a character speak."""
 
     def forget_session(self, key: SessionKey) -> None:
         """Forget the cached state of the session ``key`` (after a reset)."""
@@ -41,6 +41,10 @@ class SessionCaches(Protocol):
     async def greet(self, place: Place, *, user_name: str, speaker_id: str) -> ReplyView | None:
         """Post the character's greeting as floor 1 of the place's branch when it has no floor
         yet and the card has a greeting; None otherwise."""
+
+    async def speak(self, place: Place, name: str, *, speaker_id: str) -> ReplyView | None:
+        """Make the character ``name`` answer now in ``place`` under its own name (None when
+        the place is not bound); a failure is shown in place and raised."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -21,6 +21,7 @@ from adapters.discord.commands.context import (
     require_binding,
     require_game_master,
 )
+from adapters.discord.commands.group import group_line
 from adapters.discord.commands.guard import guard
 from adapters.discord.commands.settings import add_session_set, settings_line
 from adapters.discord.convert import place_of
@@ -44,18 +45,33 @@ MEMORY_BLOCK = "memory"  # the identifier of the long-term memory block in a dry
 
 
 def build_tavern(deps: CommandDeps) -> app_commands.Group:
-    """``/tavern start character:<name> [policy] [preset] [worldbook]`` and ``/tavern stop``."""
+    """``/tavern start character:<name> [character2..4] [policy] [preset] [worldbook]`` and
+    ``/tavern stop``. Several characters make a group: one option per character, because each
+    option autocompletes on its own and a name is checked exactly (names may hold commas)."""
     group = app_commands.Group(name="tavern", description="Bind this channel to a role-play")
+    cards = asset_completer(deps, "card")
 
-    @group.command(name="start", description="Play here with a character (game master)")
+    @group.command(name="start", description="Play here with characters (game master)")
+    @app_commands.describe(
+        character="The character (the first of a group)",
+        character2="A second character: the session becomes a group",
+        character3="A third character",
+        character4="A fourth character (more join with /character add)",
+    )
     @app_commands.autocomplete(
-        character=asset_completer(deps, "card"),
+        character=cards,
+        character2=cards,
+        character3=cards,
+        character4=cards,
         preset=asset_completer(deps, "preset"),
         worldbook=asset_completer(deps, "worldbook"),
     )
     async def start(
         interaction: discord.Interaction,
         character: str,
+        character2: str | None = None,
+        character3: str | None = None,
+        character4: str | None = None,
         policy: ReplyPolicy | None = None,
         preset: str | None = None,
         worldbook: str | None = None,
@@ -67,20 +83,34 @@ def build_tavern(deps: CommandDeps) -> app_commands.Group:
                 raise CommandRefused("Start in the channel itself; threads become its branches.")
             # Every name is checked before anything is bound.
             character = await imported(deps, place, "card", character)
+            others: list[str] = []
+            for name in (character2, character3, character4):
+                if name is not None:
+                    found = await imported(deps, place, "card", name)
+                    if found != character and found not in others:
+                        others.append(found)
             extras: list[tuple[AssetKind, str]] = []
             if preset is not None:
                 extras.append(("preset", await imported(deps, place, "preset", preset)))
             if worldbook is not None:
                 extras.append(("worldbook", await imported(deps, place, "worldbook", worldbook)))
             binding = await deps.sessions.bind(place.key, character=character, policy=policy)
+            info = await deps.service.session_info(place.key)
+            for name in others:
+                if name not in info.members:
+                    info = await deps.service.add_member(place.key, name)
             for kind, name in extras:
                 await deps.service.bind_asset(place.key, kind, name)
-            if extras:
+            if extras or others:
                 deps.sessions.forget(place.key)
             using = "".join(f", {kind} **{name}**" for kind, name in extras)
+            cast = " and ".join(
+                f"**{n}**" for n in info.members or (binding.character or character,)
+            )
+            verb = "play" if len(info.members) > 1 else "plays"
             await answer(
                 interaction,
-                f"🎭 **{binding.character or character}** plays here now{using} "
+                f"🎭 {cast} {verb} here now{using} "
                 f"(replies: {binding.policy}). Session `{place.key.realm}/{place.key.key}`.",
             )
             await greet(deps, interaction, place)
@@ -121,7 +151,8 @@ def build_session(deps: CommandDeps) -> app_commands.Group:
                 f"World books: {', '.join(found.worldbooks) or '—'}\n"
                 f"Settings: {settings_line(found, binding.policy)}\n"
                 f"This branch: `{place.branch}` · Branches: {branches}\n"
-                f"{summarize_note(found.author_note)}",
+                + (f"{group_line(found)}\n" if found.members else "")
+                + f"{summarize_note(found.author_note)}",
             )
 
     add_session_set(deps, group)

@@ -35,12 +35,19 @@ class WorldApi:
         content: str,
         *,
         mention_bot: bool = False,
+        reply_to: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """``user`` posts ``content`` in ``channel``; returns the message payload."""
+        """``user`` posts ``content`` in ``channel`` (as a Discord reply to the message
+        ``reply_to`` when given); returns the message payload."""
         mentions = [self.bot] if mention_bot else []
         if mention_bot:
             content = f"<@{self.bot.id}> {content}"
-        data = self._message(channel, user, content, mentions=mentions)
+        reference = None
+        if reply_to is not None:
+            reference = {"message_id": reply_to["id"], "channel_id": reply_to["channel_id"]}
+            if "guild_id" in reply_to:
+                reference["guild_id"] = reply_to["guild_id"]
+        data = self._message(channel, user, content, mentions=mentions, reference=reference)
         await self.store_and_echo(data)
         return data
 
