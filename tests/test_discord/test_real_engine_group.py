@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.discord import FakeDiscord
-from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.openai_server import FakeError, FakeOpenAIServer
 from tests.test_discord.conftest import World
 from tests.test_discord.group_support import (
     FINN,
@@ -305,3 +305,34 @@ async def test_start_with_two_and_change_the_group_with_commands(
     assert await group() == ""
     alone = await fake.slash(world.rp, world.gm, "character mute", name="Mira")
     assert "plays one character" in alone.text, alone.text
+
+
+async def test_a_member_failing_mid_turn_keeps_the_reply_before_it(
+    fake: FakeDiscord,
+    world: World,
+    start_real: RealStarter,
+    engine: Engine,
+    model: FakeOpenAIServer,
+) -> None:
+    runner = await start_group(fake, world, start_real)
+    model.script(reply_text("Finn 1."), FakeError(status=500))
+    await fake.say(world.rp, world.alice, "Finn and Mira, report.")
+    await fake.wait_for(
+        lambda: runner.turns.floors_done == 0 and len(said(fake, world.rp.id)) == 2
+    )
+    await fake.wait_idle(quiet=0.3)
+    (finn, finn_text), (mira, notice) = said(fake, world.rp.id)
+    # Finn's reply stays as it was; Mira's message says she gave no reply.
+    assert (finn, finn_text) == ("Finn", "Finn 1.")
+    assert mira == "Mira" and notice.startswith("*(no reply:"), notice
+    # The user's message belongs to the turn's first floor, Finn's.
+    user_ref = await engine.svc.resolve_message(key_of(world), _by(fake, world.alice)[-1]["id"])
+    assert user_ref is not None and (user_ref.floor, user_ref.role) == (1, "user")
+    # 🔄 on the notice retries Mira's floor; the notice becomes her reply.
+    model.script(reply_text("Mira at last."))
+    notice_message = webhook_replies(fake, world.rp.id)[1]
+    await fake.react(notice_message, world.alice, "🔄")
+    await fake.wait_for(
+        lambda: fake.messages[int(notice_message["id"])]["content"].startswith("Mira at last.")
+    )
+    assert said(fake, world.rp.id)[0] == ("Finn", "Finn 1.")
