@@ -1,4 +1,4 @@
-"""``tavernbot export chat|card|preset|worldbook|regex``: write sessions and assets out.
+"""``tavernbot export chat|group|card|preset|worldbook|regex``: write sessions and assets out.
 
 - ``export chat --session NAME [--branch main] [--format jsonl|native] [--no-include-hidden]
   [-o FILE]``: one branch as SillyTavern JSONL (the turn service's export; floors and pages
@@ -7,12 +7,15 @@
   with the current chat-scope variables in ``chat_metadata.variables``), or the whole session
   as a native archive
   (every branch, page, variable and memory record; see :mod:`engine.formats.archive`).
+- ``export group --session NAME [--out FILE]``: the session's group as a SillyTavern group
+  definition (``groups/<id>.json``): an imported one with every field it had and the current
+  members, muted members, strategy and mode.
 - ``export card NAME [--png]``: the card as SillyTavern JSON, or as a PNG with ``chara`` and
   ``ccv3`` chunks when the stored card has a picture (imported from a PNG) or ``--png`` is
   given (a blank picture then).
 - ``export preset|worldbook|regex NAME``: the JSON as it was imported (regex: a list).
 
-Without ``-o`` the file goes to standard output.
+Without ``-o`` (``--out``) the file goes to standard output.
 """
 
 from __future__ import annotations
@@ -35,16 +38,20 @@ from engine.timeline.values import AssetKind
 if TYPE_CHECKING:
     from bot.config import Settings
 
-KINDS: Final = ("chat", "card", "preset", "worldbook", "regex")
+KINDS: Final = ("chat", "group", "card", "preset", "worldbook", "regex")
+SESSION_KINDS: Final = ("chat", "group")
+"""The kinds exported from a session (``--session``), not from the realm's assets."""
 FORMATS: Final = ("jsonl", "native")
 
 
 def register(sub: Subcommands) -> None:
     """Add the ``export`` command."""
-    parser = sub.add_parser("export", help="export a chat (JSONL or native archive) or an asset")
+    parser = sub.add_parser(
+        "export", help="export a chat (JSONL or native archive), a group or an asset"
+    )
     parser.add_argument("kind", choices=KINDS, help="what to export")
-    parser.add_argument("name", nargs="?", default=None, help="asset name (not for chat)")
-    parser.add_argument("--session", default=None, help="console session (chat)")
+    parser.add_argument("name", nargs="?", default=None, help="asset name (not for chat or group)")
+    parser.add_argument("--session", default=None, help="console session (chat, group)")
     parser.add_argument("--platform", default=CONSOLE, help="session platform (chat)")
     parser.add_argument("--branch", default="main", help="branch (chat, jsonl)")
     parser.add_argument("--format", choices=FORMATS, default="jsonl", help="chat format")
@@ -56,17 +63,17 @@ def register(sub: Subcommands) -> None:
     )
     parser.add_argument("--realm", default=DEFAULT_REALM, help="realm of the asset")
     parser.add_argument("--png", action="store_true", help="card as PNG even without a picture")
-    parser.add_argument("-o", "--output", type=Path, default=None, help="file to write")
+    parser.add_argument("-o", "--output", "--out", type=Path, default=None, help="file to write")
     parser.set_defaults(handler=_export)
 
 
 def _export(args: argparse.Namespace) -> int:
     from bot.cli import EXIT_USAGE, settings_from
 
-    if args.kind == "chat" and not args.session:
-        print("tavernbot: export chat needs --session NAME", file=sys.stderr)
+    if args.kind in SESSION_KINDS and not args.session:
+        print(f"tavernbot: export {args.kind} needs --session NAME", file=sys.stderr)
         return EXIT_USAGE
-    if args.kind != "chat" and not args.name:
+    if args.kind not in SESSION_KINDS and not args.name:
         print(f"tavernbot: export {args.kind} needs the asset's NAME", file=sys.stderr)
         return EXIT_USAGE
     settings = settings_from(args)
@@ -98,6 +105,9 @@ async def _produce(settings: Settings, args: argparse.Namespace) -> bytes:
                 return archive_to_bytes(archive)
             key = SessionKey(platform=args.platform, realm=args.realm, key=args.session)
             return await service.export_chat(key, args.branch, include_hidden=args.include_hidden)
+        if args.kind == "group":
+            key = SessionKey(platform=args.platform, realm=args.realm, key=args.session)
+            return await service.export_group(key)
         realm_id = await realm_id_of(storage, args.realm, create=False)
         kind: AssetKind = args.kind
         asset = await AssetService(storage).get(realm_id, kind, args.name)
