@@ -41,11 +41,11 @@ async def _hidden_history(
     assert await console.handle_line("/history")
     shown = []
     for row in out.getvalue().splitlines()[start:]:
-        message = json.loads(row)["message"]
-        head, _, text = message.partition("› ")
+        item = json.loads(row)
+        head, _, text = item["message"].partition("› ")
         floor, pages = head.removeprefix("#").split(" ‹")
         page, count = pages.split("/")
-        shown.append((int(floor), int(page), int(count), bool(text)))
+        shown.append((int(floor), int(page), int(count), bool(text), item["hidden"]))
     limited = tuple(
         [(v.floor, v.page, v.pages, bool(v.text or v.character)) for v in views]
         for views in [
@@ -63,8 +63,14 @@ async def test_hidden_floors_and_pages_in_history_on_the_engine_and_the_double(
     with pytest.raises(LimitExceededError, match="outside 1"):
         await offline_engine.history(KEY, MAIN_BRANCH, limit=0)
     shown, last_three, last_one = real
-    # Floor 2 is gone; floor 4 keeps its place and page count, without the hidden text.
-    assert shown == [(1, 1, 1, True), (3, 1, 1, True), (4, 2, 2, False)]
+    # /history marks floor 2 hidden (kept, out of the prompts); floor 4 keeps its place and
+    # page count, without the hidden page's text.
+    assert shown == [
+        (1, 1, 1, True, False),
+        (2, 1, 1, True, True),
+        (3, 1, 1, True, False),
+        (4, 2, 2, False, False),
+    ]
     # The limit takes the newest floors first, hidden ones included, then leaves those out.
     assert last_three == [(3, 1, 1, True), (4, 2, 2, False)]
     assert last_one == [(4, 2, 2, False)]
