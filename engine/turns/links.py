@@ -3,10 +3,13 @@ mapping one back, hiding what a platform deletion hides, and who spoke on a floo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from engine.errors import NotFoundError
+from engine.group.settings import MAX_GROUP_MEMBERS
 from engine.ports import Storage, UnitOfWork
 from engine.timeline.history import HistoryService
-from engine.timeline.values import Branch, Floor
+from engine.timeline.values import Branch, Floor, Message
 from engine.turns.api import PlatformRef, SessionKey, Speaker
 from engine.turns.sessions import Sessions
 from engine.turns.views import page_number, shown_index
@@ -54,19 +57,40 @@ class PlatformLinks:
 
     async def speakers(self, key: SessionKey, branch: str, floor: int) -> list[Speaker]:
         """Who wrote the input of floor ``floor`` as the branch sees it, each speaker once in
-        the order they spoke; NotFoundError when the branch has no such floor."""
+        the order they spoke; NotFoundError when the branch has no such floor. A group's
+        reply floor holds no input: its speakers are those of the nearest floor before it
+        that has some (the message its turn answered), at most :data:`MAX_GROUP_MEMBERS`
+        floors back."""
         _, target = await self._sessions.target(key, branch)
         async with self._storage.unit_of_work() as uow:
             found, _ = await locate_floor(uow, target, floor, None)
-            messages = await uow.messages.of_floors([found.id])
-        speakers: dict[str, Speaker] = {}
-        for m in sorted(messages, key=lambda m: m.seq):
-            if m.page_id is not None or m.role != "user":
-                continue
-            ident = m.speaker_id or m.speaker_name or ""
-            if ident and ident not in speakers:
-                speakers[ident] = Speaker(id=m.speaker_id or "", name=m.speaker_name or "User")
-        return list(speakers.values())
+            speakers = _input_speakers(await uow.messages.of_floors([found.id]))
+            if speakers or found.speaker is None:
+                return speakers
+            lineage = await store.lineage_of(uow, target)
+            low = max(1, floor - MAX_GROUP_MEMBERS)
+            earlier = [f for f, _ in await store.lineage_pages(uow, lineage, low, floor - 1)]
+            messages = await uow.messages.of_floors([f.id for f in earlier])
+        by_floor: dict[int, list[Message]] = {}
+        for m in messages:
+            by_floor.setdefault(m.floor_id, []).append(m)
+        for before in sorted(earlier, key=lambda f: f.seq, reverse=True):
+            speakers = _input_speakers(by_floor.get(before.id, []))
+            if speakers:
+                return speakers
+        return []
+
+
+def _input_speakers(messages: Iterable[Message]) -> list[Speaker]:
+    """The authors of the user input among ``messages``, each once in the order they spoke."""
+    speakers: dict[str, Speaker] = {}
+    for m in sorted(messages, key=lambda m: m.seq):
+        if m.page_id is not None or m.role != "user":
+            continue
+        ident = m.speaker_id or m.speaker_name or ""
+        if ident and ident not in speakers:
+            speakers[ident] = Speaker(id=m.speaker_id or "", name=m.speaker_name or "User")
+    return list(speakers.values())
 
 
 async def locate_floor(

@@ -199,3 +199,18 @@ async def test_a_solo_session_speaks_its_own_character(
     view = await remote.speak(KEY, MAIN_BRANCH, "Mira")
     assert (view.floor, view.character, view.text) == (1, "Mira", "Hello there.")
     assert [(f.speaker, f.seed) for f in await stored_floors(storage)] == [(None, None)]
+
+
+async def test_a_reply_floor_answers_to_the_players_of_its_turn(
+    remote: TavernService, fake: FakeOpenAIServer
+) -> None:
+    """Who may react on a member's reply (Discord, Telegram): a reply floor holds no input, so
+    its players are those of the message its turn answered."""
+    await two_members(remote)
+    fake.script(FakeReply(text="Aye."), FakeReply(text="Then we wait."), FakeReply(text="Hm."))
+    await remote.respond(KEY, MAIN_BRANCH, [line("Bob and Mira, shall we sail?")])
+    ann = await remote.floor_speakers(KEY, MAIN_BRANCH, 1)
+    assert [s.name for s in ann] == ["Ann"]
+    assert await remote.floor_speakers(KEY, MAIN_BRANCH, 2) == ann
+    await remote.speak(KEY, MAIN_BRANCH, "Bob")  # no new message: the last players stay
+    assert await remote.floor_speakers(KEY, MAIN_BRANCH, 3) == ann
