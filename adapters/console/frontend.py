@@ -27,17 +27,16 @@ from adapters.console.group_commands import (
     GROUP_HELP,
     GroupCommands,
     GroupReplies,
-    group_fields,
-    group_line,
 )
 from adapters.console.importing import check_kind, guess_kind, imported_text
+from adapters.console.session_commands import SessionCommands
 from adapters.console.turn_commands import (
     TurnCommands,
     command_hint,
     literal_text,
     spaced_command_hint,
 )
-from engine.errors import ConfigurationError, FormatError, GenerationError
+from engine.errors import FormatError, GenerationError
 from engine.incidents import shown_error
 from engine.turns.api import (
     MAIN_BRANCH,
@@ -45,12 +44,9 @@ from engine.turns.api import (
     ReplyView,
     RoleplayService,
     Scope,
-    SessionInfo,
     SessionKey,
     UserLine,
 )
-from engine.turns.notes import describe_note, note_to_json, parse_note_command, summarize_note
-from engine.turns.options import MAX_MEMORY_BUDGET, OptionSpec, option_lines, option_spec
 
 _log = logging.getLogger(__name__)
 _Name = TypeVar("_Name", bound=str)
@@ -70,9 +66,6 @@ HELP = (
     "/note [off | [depth=N] [interval=N] [position=NAME] [role=NAME] TEXT], /help, /quit; "
     "start a message with // or \\/ to send it starting with a slash"
 )
-NOT_CONSOLE_OPTIONS: Final = frozenset({"policy"})
-"""Session options the console neither shows nor sets: it answers every line it reads, so a
-reply policy (when a platform replies in a group) means nothing here."""
 RETRY_HINT: Final = "/regen retries it"
 """Added to a failed turn's error line in the terminal: the input is kept, nothing is lost."""
 THINKING: Final = "… thinking"
@@ -228,9 +221,10 @@ class ConsoleFrontend:
 
     async def _command(self, text: str) -> bool:
         head, *rest = text.split(maxsplit=1)
+        settings = SessionCommands(self.service, self.key, self._emit, branch=self.branch)
         if head.lower() == "/note":
             # The note's text is taken as typed: quotes and apostrophes are part of it.
-            await self._note(rest[0] if rest else "")
+            await settings.note(rest[0] if rest else "")
             return True
         assets = AssetCommands(self.service, self.key, self.user, self._emit)
         if head.lower() == "/persona":  # a description is taken as typed
@@ -279,9 +273,9 @@ class ConsoleFrontend:
             case "/fork":
                 await self._fork(args)
             case "/info":
-                await self._info()
+                await settings.info()
             case "/set":
-                await self._set(args)
+                await settings.set(args)
             case "/branches":
                 info = await self.service.session_info(self.key)
                 names = ", ".join(
@@ -323,118 +317,6 @@ class ConsoleFrontend:
             for m in found
         ]
         self._emit("memories", query=query, items=items)
-
-    async def _info(self) -> None:
-        info = await self.service.session_info(self.key)
-        options = self._option_values(info)
-        branches = ", ".join(f"{b.name} ({b.floors_text})" for b in info.branches)
-        books = ", ".join(info.worldbooks) or "(none)"
-        lines = [
-            f"session {info.key.key}: character {info.character or '(default)'}, "
-            f"preset {info.preset or '(none)'}, world books {books}",
-            f"branch {self.branch}; branches: {branches}",
-            "options: " + ", ".join(f"{name} {value}" for name, value in options.items()),
-            summarize_note(info.author_note),
-        ]
-        group = group_line(info)
-        if group is not None:  # a group: who plays, who is muted, the strategy and the mode
-            lines.insert(1, group)
-        note = info.author_note
-        # The note and the options ride along as fields, in the forms ``/note`` and ``/set``
-        # take them.
-        self._emit(
-            "info",
-            message="\n  ".join(lines),
-            note=note_to_json(note) if note else None,
-            options=options,
-            **(group_fields(info) if info.members else {}),
-        )
-
-    # ------------------------------------------------------------------ session options
-    def _option_specs(self) -> dict[str, OptionSpec]:
-        return {
-            spec.name: spec
-            for spec in self.service.session_option_specs()
-            if spec.name not in NOT_CONSOLE_OPTIONS
-        }
-
-    def _option_values(self, info: SessionInfo) -> dict[str, str]:
-        """The session's options as ``/set`` names and words them (console ones only)."""
-        return {
-            name: value for name, value in option_lines(info) if name not in NOT_CONSOLE_OPTIONS
-        }
-
-    def _resolve(self, word: str, specs: dict[str, OptionSpec]) -> OptionSpec:
-        """The console option ``word`` names (any case, or its setting's long name)."""
-        try:
-            name: str | None = option_spec(word).name
-        except ConfigurationError:
-            name = None
-        if name in NOT_CONSOLE_OPTIONS:
-            raise ConfigurationError(
-                f"session option {name} has no meaning on the console, which answers every "
-                f"line; options: {', '.join(specs)}"
-            )
-        if name is None or name not in specs:
-            raise ConfigurationError(
-                f"unknown session option {word!r}; options: {', '.join(specs)}"
-            )
-        return specs[name]
-
-    async def _set(self, args: list[str]) -> None:
-        """``/set`` lists the options; ``/set OPTION`` shows one; ``/set OPTION VALUE`` changes
-        it for this session only (the engine checks the value: a bad one is one error line)."""
-        specs = self._option_specs()
-        if len(args) > 2:
-            self._emit("error", message="usage: /set OPTION VALUE (/set alone lists the options)")
-            return
-        chosen = [self._resolve(args[0], specs)] if args else list(specs.values())
-        if len(args) == 2:
-            name = chosen[0].name
-            info = await self.service.set_session_option(self.key, name, args[1])
-            values = self._option_values(info)
-            self._emit(
-                "info",
-                message=f"{name} = {values[name]} (this session only)",
-                option=name,
-                value=values[name],
-                options=values,
-            )
-            return
-        values = self._option_values(await self.service.session_info(self.key))
-        rows = [
-            {
-                "name": spec.name,
-                "value": values.get(spec.name, ""),
-                "values": list(spec.values),
-                "help": spec.help,
-            }
-            for spec in chosen
-        ]
-        width = max(len(spec.name) for spec in specs.values())
-        text = "".join(
-            f"\n  {row['name']:<{width}}  {row['value']:<13} "
-            + (" | ".join(row["values"]) or f"0 to {MAX_MEMORY_BUDGET} tokens")
-            + (f"\n  {'':<{width}}  {row['help']}" if args else "")
-            for row in rows
-        )
-        self._emit("info", message=f"session options (/set OPTION VALUE):{text}", items=rows)
-
-    async def _note(self, args: str) -> None:
-        current = await self.service.author_note(self.key)
-        command = parse_note_command(args, current)
-        if command.action == "show":
-            note = current
-            message = describe_note(current)
-        elif command.action == "clear":
-            note = None
-            await self.service.set_author_note(self.key, None)
-            message = "Author's Note cleared."
-        else:
-            note = command.note
-            await self.service.set_author_note(self.key, note)
-            message = f"set: {describe_note(note)}"
-        self._emit("info", message=message, note=note_to_json(note) if note else None)
 
     async def _forget(self, args: list[str]) -> None:
         if len(args) != 1:
