@@ -246,6 +246,15 @@ def kept_definition(definition: GroupDefinition, names: Mapping[str, str]) -> di
     return {"definition": copy.deepcopy(dict(definition.raw)), "avatars": avatars}
 
 
+def member_avatar(kept: object, name: str) -> str:
+    """The avatar file name of member ``name``: the one it was imported with (the kept file,
+    :func:`kept_definition`, or None), else ``NAME.png``."""
+    record = kept if isinstance(kept, Mapping) else {}
+    avatars = record.get("avatars")
+    found = avatars.get(name) if isinstance(avatars, Mapping) else None
+    return found if isinstance(found, str) and found else f"{name}{_AVATAR_SUFFIX}"
+
+
 def export_definition(group: GroupSettings, kept: object, *, new_id: str) -> dict[str, object]:
     """The group file of a session's ``group``: the kept file (:func:`kept_definition`, or
     None) with the group's current members, muted members, strategy, mode, join prefix and
@@ -256,12 +265,9 @@ def export_definition(group: GroupSettings, kept: object, *, new_id: str) -> dic
     one: ``new_id`` as its id and its chat's id, named after its members."""
     record = kept if isinstance(kept, Mapping) else {}
     raw = record.get("definition")
-    known = record.get("avatars")
-    avatars: Mapping[str, object] = known if isinstance(known, Mapping) else {}
 
     def avatar(name: str) -> str:
-        found = avatars.get(name)
-        return found if isinstance(found, str) and found else f"{name}{_AVATAR_SUFFIX}"
+        return member_avatar(kept, name)
 
     if isinstance(raw, Mapping) and raw:
         base = group_from_mapping(raw, source=GROUP_FILE_SETTING)

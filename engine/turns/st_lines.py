@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
+from urllib.parse import quote
 
 from engine.formats.archive_st import TRAILING_INPUT_ERROR
 from engine.formats.st_chat import ChatEntry, ChatPage
@@ -105,12 +106,18 @@ def reply_entry(
     *,
     line_page: Page | None,
     hidden: bool,
+    avatar: str | None = None,
 ) -> ChatEntry:
     """A floor's reply line: its shown pages as swipes, the kept line's fields (when it was
-    imported) under the engine's own."""
+    imported) under the engine's own. ``avatar``: a group member's avatar file name, written
+    as SillyTavern marks a group reply (``force_avatar``, ``original_avatar``) unless the
+    kept line has its own."""
     kept = line_page.meta.get(LINE_META) if line_page is not None else None
     full = line_page is not None and is_full(kept)
     raw: dict[str, Any] = dict(kept) if isinstance(kept, Mapping) else {}
+    if avatar is not None and "force_avatar" not in raw:
+        raw["force_avatar"] = f"/thumbnail?type=avatar&file={quote(avatar)}"
+        raw["original_avatar"] = avatar
     had_swipes = line_page is not None and full and bool(line_page.meta.get(SWIPES_META))
     infos = {p.number: _info(p) for p in shown}
     if any(i is not None for i in infos.values()):

@@ -42,6 +42,7 @@ from engine.formats.st_group import (
     GROUP_FILE_SETTING,
     export_definition,
     kept_definition,
+    member_avatar,
     member_name,
     parse_group,
 )
@@ -300,6 +301,13 @@ class Transfer:
         entries: list[ChatEntry] = []
         user_name: str | None = None
         char_name: str | None = None
+        grouped = group_of(session.settings.extra) is not None
+        kept_group = session.settings.extra.get(GROUP_FILE_SETTING)
+
+        def avatar_of(speaker: str | None) -> str | None:
+            """A group reply's avatar file, as SillyTavern marks each group reply."""
+            return member_avatar(kept_group, speaker) if grouped and speaker else None
+
         first = 1
         while True:
             async with self._storage.unit_of_work() as uow:
@@ -344,7 +352,13 @@ class Transfer:
                 char_name = char_name or reply[0].speaker_name
                 entries.append(
                     st_lines.reply_entry(
-                        reply, active, shown, texts, line_page=line_page, hidden=hidden
+                        reply,
+                        active,
+                        shown,
+                        texts,
+                        line_page=line_page,
+                        hidden=hidden,
+                        avatar=avatar_of(floor.speaker),
                     )
                 )
             first = last + 1

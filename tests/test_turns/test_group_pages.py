@@ -126,6 +126,12 @@ async def test_the_export_names_each_speaker_and_a_group_chat_import_keeps_them(
         ("Bob", "Bob here.", False),
         ("Mira", "Mira here.", False),
     ]
+    # Each reply carries its speaker's avatar as SillyTavern marks a group reply.
+    assert [(r.get("force_avatar"), r.get("original_avatar")) for r in rows[1:]] == [
+        (None, None),
+        ("/thumbnail?type=avatar&file=Bob.png", "Bob.png"),
+        ("/thumbnail?type=avatar&file=Mira.png", "Mira.png"),
+    ]
     summary = await remote.import_asset(KEY, "chat", "crew.jsonl", data)
     name = summary.details["branch"]
     history = await remote.history(KEY, name)
@@ -143,6 +149,7 @@ async def test_the_export_names_each_speaker_and_a_group_chat_import_keeps_them(
         json.loads(row) for row in (await remote.export_chat(KEY, name)).decode().splitlines()
     ]
     assert [r["name"] for r in again[1:]] == ["Ann", "Bob", "Mira"]
+    assert again[3]["original_avatar"] == "Mira.png"  # the regenerated page keeps the mark
 
 
 async def test_a_solo_chat_import_records_no_speakers(
