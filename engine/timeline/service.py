@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from engine.errors import ConflictError, LimitExceededError
 from engine.ports import Event, EventSink, LatestFloor, Storage, UnitOfWork
+from engine.timeline.earlier import check_earlier_floor
 from engine.timeline.errors import (
     BranchBusyError,
     DuplicateNameError,
@@ -394,17 +395,22 @@ class TimelineService:
     async def add_page(self, floor_id: int, *, meta: Mapping[str, Any] | None = None) -> Page:
         """A new pending page on the branch's latest floor: the first reply of a new floor, a
         regenerate of a committed one, or a retry of a failed one (the floor is generating
-        again, see :data:`~engine.timeline.states.RETRY`). BranchBusyError while another
-        page is pending."""
+        again, see :data:`~engine.timeline.states.RETRY`); or a regenerate of an earlier
+        reply of the latest group turn (:mod:`engine.timeline.earlier`). BranchBusyError
+        while another page is pending."""
         async with self._storage.unit_of_work() as uow:
             floor = await uow.floors.get(floor_id)
             await uow.branches.lock(floor.branch_id)
             newest = await uow.floors.newest(floor.branch_id)
             if newest is None or newest.id != floor.id:
-                raise PageTransitionError(
+                refusal = (
                     f"floor {floor.seq} is not its branch's latest floor; only that one "
                     "can be regenerated"
                 )
+                if newest is None:
+                    raise PageTransitionError(refusal)
+                # An earlier reply of the latest group turn may take a page (issue 17).
+                await check_earlier_floor(uow, floor, newest, refusal=refusal)
             pages = await uow.pages.of_floors([floor.id])
             # A retry: a failed floor generates again with its own input and keeps its number;
             # its failed pages stay for diagnosis.
@@ -514,7 +520,8 @@ class TimelineService:
 
     async def activate_page(self, floor_id: int, number: int) -> Floor:
         """Swipe: make committed page ``number`` the active page of the branch's latest
-        floor; the floor scope and the branch state follow it."""
+        floor (or of an earlier reply of the latest group turn, see
+        :mod:`engine.timeline.earlier`); the floor scope and the branch state follow it."""
         async with self._storage.unit_of_work() as uow:
             floor = await uow.floors.get(floor_id)
             branch = await uow.branches.get(floor.branch_id)
@@ -524,7 +531,12 @@ class TimelineService:
                 raise PageTransitionError(f"{where} is {floor.state}; only committed floors swipe")
             latest = await uow.floors.latest(branch.id)
             if latest is None or latest.id != floor.id:
-                raise PageTransitionError(f"{where} is not its branch's latest floor")
+                # An earlier reply of the latest group turn may swipe (issue 17).
+                refusal = f"{where} is not its branch's latest floor"
+                newest = await uow.floors.newest(branch.id)
+                if newest is None:
+                    raise PageTransitionError(refusal)
+                await check_earlier_floor(uow, floor, newest, refusal=refusal)
             pages = {p.number: p for p in await uow.pages.of_floors([floor.id])}
             target = pages.get(number)
             if target is None:

@@ -270,13 +270,25 @@ class RoleplayService(Protocol):
         ...
 
     async def regenerate(
-        self, key: SessionKey, branch: str, *, on_text: OnText | None = None
+        self,
+        key: SessionKey,
+        branch: str,
+        *,
+        floor: int | None = None,
+        on_text: OnText | None = None,
     ) -> ReplyView:
-        """Add a page to the branch's latest floor by re-running its turn."""
+        """Add a page to the branch's latest floor by re-running its turn; ``floor``: an
+        earlier member's reply of the latest group turn instead (None: the latest floor),
+        the replies after it unchanged (refused when a later floor holds a user's message,
+        a branch forks at or after it, or a later floor keeps a saved state)."""
         ...
 
-    async def swipe(self, key: SessionKey, branch: str, step: int) -> ReplyView:
-        """Activate the page ``step`` away (-1 previous, +1 next) on the latest floor."""
+    async def swipe(
+        self, key: SessionKey, branch: str, step: int, *, floor: int | None = None
+    ) -> ReplyView:
+        """Activate the page ``step`` away (-1 previous, +1 next) on the latest floor, or on
+        ``floor``, an earlier member's reply of the latest group turn (refused as
+        :meth:`regenerate` is)."""
         ...
 
     async def continue_reply(
@@ -463,6 +475,11 @@ class RoleplayService(Protocol):
 
     async def unbind_asset(self, key: SessionKey, kind: AssetKind, name: str) -> SessionInfo:
         """Stop using an asset in the session (the asset stays in the realm)."""
+        ...
+
+    async def character_picture(self, key: SessionKey, name: str) -> bytes | None:
+        """The picture of the realm's card ``name`` as PNG bytes (a PNG card keeps its image),
+        for a character's avatar; None for a card without one (JSON) or no card by that name."""
         ...
 
     async def current_branch(self, key: SessionKey) -> str:

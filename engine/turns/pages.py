@@ -1,8 +1,8 @@
 """Page operations that generate nothing: swiping between the committed pages of a branch's
-latest floor, putting the card's greetings on floor 1 of an empty branch (see
-:mod:`engine.turns.greeting`), replacing the latest reply by a text the user wrote (a new
-page: the original stays as a swipe) and hiding a floor. Each holds the branch's turn lock,
-as a turn does."""
+latest floor (or of an earlier reply of its latest group turn), putting the card's greetings
+on floor 1 of an empty branch (see :mod:`engine.turns.greeting`), replacing the latest reply
+by a text the user wrote (a new page: the original stays as a swipe) and hiding a floor. Each
+holds the branch's turn lock, as a turn does."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from engine.timeline.service import TimelineService
 from engine.timeline.values import Floor, NewMessage
 from engine.turns.api import ReplyView, SessionKey
 from engine.turns.context import TIMED_STATE_META
+from engine.turns.earlier import own_floor
 from engine.turns.errors import NothingToDoError
 from engine.turns.greeting import greet
 from engine.turns.locks import BranchLocks
@@ -51,11 +52,17 @@ class Pages:
         self._history = history
         self._locks = locks
 
-    async def swipe(self, key: SessionKey, branch: str, step: int) -> ReplyView:
-        """Activate the page ``step`` away on the latest floor (clamped to the first/last)."""
+    async def swipe(
+        self, key: SessionKey, branch: str, step: int, *, floor: int | None = None
+    ) -> ReplyView:
+        """Activate the page ``step`` away on the latest floor (clamped to the first/last);
+        ``floor``: an earlier member's reply of the latest group turn instead (None: the
+        latest floor), whose variables the branch then follows under the later replies'."""
         ids, target = await self._sessions.target(key, branch)
         async with self._locks.hold(ids.session_id, branch):
             latest = await self._history.latest_floor(target.id)
+            if floor is not None and (latest is None or latest.seq != floor):
+                latest = await own_floor(self._history, target, floor, "swipe")
             if latest is None or latest.state != "committed":
                 raise NothingToDoError(f"branch {branch!r} has no reply of its own to swipe")
             if latest.hidden:  # /del took it out of the story, as regenerate refuses it

@@ -208,10 +208,16 @@ class TavernService:
         return await self.parts.members.set_mode(key, mode)
 
     async def regenerate(
-        self, key: SessionKey, branch: str, *, on_text: OnText | None = None
+        self,
+        key: SessionKey,
+        branch: str,
+        *,
+        floor: int | None = None,
+        on_text: OnText | None = None,
     ) -> ReplyView:
-        """Add a page to the branch's latest floor (a failed one: retry its input)."""
-        return await self.parts.turns.regenerate(key, branch, on_text=on_text)
+        """Add a page to the branch's latest floor (a failed one: retry its input), or to
+        ``floor``, an earlier member's reply of the latest group turn."""
+        return await self.parts.turns.regenerate(key, branch, floor=floor, on_text=on_text)
 
     async def continue_reply(
         self, key: SessionKey, branch: str, *, on_text: OnText | None = None
@@ -230,9 +236,12 @@ class TavernService:
         """Answer an edited latest input on a new branch forked before its floor."""
         return await self.parts.turns.edit_and_regenerate(key, branch, lines, on_text=on_text)
 
-    async def swipe(self, key: SessionKey, branch: str, step: int) -> ReplyView:
-        """Activate the page ``step`` away on the latest floor (clamped)."""
-        return await self.parts.pages.swipe(key, branch, step)
+    async def swipe(
+        self, key: SessionKey, branch: str, step: int, *, floor: int | None = None
+    ) -> ReplyView:
+        """Activate the page ``step`` away on the latest floor (clamped), or on ``floor``,
+        an earlier member's reply of the latest group turn."""
+        return await self.parts.pages.swipe(key, branch, step, floor=floor)
 
     async def edit_reply(self, key: SessionKey, branch: str, floor: int, text: str) -> ReplyView:
         """Replace the latest floor's reply by ``text`` as a new page (the original stays)."""
@@ -414,6 +423,10 @@ class TavernService:
     async def unbind_asset(self, key: SessionKey, kind: AssetKind, name: str) -> SessionInfo:
         """Stop using an asset in the session (it stays in the realm)."""
         return await self.parts.assets.unbind(key, kind, name)
+
+    async def character_picture(self, key: SessionKey, name: str) -> bytes | None:
+        """The picture (PNG bytes) of the realm's card ``name``; None without one."""
+        return await self.parts.assets.picture(key, name)
 
     # ----------------------------------------------------------------- personas
     async def set_persona(

@@ -21,6 +21,7 @@ from engine.timeline.values import Branch, Floor, NewMessage, Page, PageContext,
 from engine.turns.api import OnReply, OnSpeaker, OnText, ReplyView, SessionKey, UserLine
 from engine.turns.branches import Branches
 from engine.turns.context import TurnRead, read_turn, stored_inputs
+from engine.turns.earlier import own_floor
 from engine.turns.errors import NothingToDoError
 from engine.turns.events import emit
 from engine.turns.failures import TurnFailures, records_a_failed_floor
@@ -250,12 +251,20 @@ class Turns:
             )
 
     async def regenerate(
-        self, key: SessionKey, branch: str, *, on_text: OnText | None = None
+        self,
+        key: SessionKey,
+        branch: str,
+        *,
+        floor: int | None = None,
+        on_text: OnText | None = None,
     ) -> ReplyView:
         """Add a page to the branch's latest floor by re-running its whole turn; on a failed
-        latest floor this is the retry of its input (the floor keeps its number). Refused
+        latest floor this is the retry of its input (the floor keeps its number). ``floor``:
+        an earlier member's reply of the latest group turn instead (None: the latest floor);
+        its prompt is the story up to that floor, with its speaker, and the replies after it
+        keep their pages (:mod:`engine.timeline.earlier` says when it is refused). Refused
         while the session is closed."""
-        return await self._again(key, branch, "regenerate", on_text)
+        return await self._again(key, branch, "regenerate", on_text, floor=floor)
 
     async def continue_reply(
         self, key: SessionKey, branch: str, *, on_text: OnText | None = None
@@ -294,12 +303,20 @@ class Turns:
         return await self.respond(key, name, lines, on_text=on_text)
 
     async def _again(
-        self, key: SessionKey, branch: str, mode: str, on_text: OnText | None
+        self,
+        key: SessionKey,
+        branch: str,
+        mode: str,
+        on_text: OnText | None,
+        *,
+        floor: int | None = None,
     ) -> ReplyView:
         ids = await self._sessions.refuse_closed(key)
         target = await self._sessions.branch(ids.session_id, branch)
         async with self._locks.hold(ids.session_id, branch):
             latest = await self._history.newest_floor(target.id)
+            if floor is not None and (latest is None or latest.seq != floor):
+                latest = await own_floor(self._history, target, floor, mode)
             if latest is not None and latest.state == "failed" and mode != "regenerate":
                 raise NothingToDoError(
                     f"floor {latest.seq} of branch {branch!r} failed and has no reply to "

@@ -13,7 +13,9 @@ How state is kept (reads never replay history):
   page's page scope, each session's chat scope and each realm's global scope. Reading the
   current state is one query per scope, whatever the history length.
 - **Snapshots**: the branch scope after a page is a pure function of that page (floors before
-  the latest are frozen, and forks pin the page they saw), so every page on a floor whose number
+  the latest are frozen, and forks pin the page they saw; an earlier reply of the latest group
+  turn may still change, but never with a snapshot floor after it, see
+  :mod:`engine.timeline.earlier`), so every page on a floor whose number
   is a multiple of :data:`SNAPSHOT_EVERY` stores the full branch scope after it. The state at
   any floor ``n`` is then the nearest snapshot at or before ``n`` plus fewer than
   ``SNAPSHOT_EVERY`` floors of logs.
@@ -222,15 +224,29 @@ async def commit_writes(
 async def rebuild_head(
     uow: UnitOfWork, lineage: Lineage, floor: Floor, page: Page, *, save_snapshot: bool
 ) -> None:
-    """Make ``page`` the one the head floor's state follows: recompute the floor scope and
-    the branch head (state before the floor + the page + explicit writes made since)."""
+    """Make ``page`` the one ``floor``'s state follows: recompute the floor scope and the
+    branch head (state before the floor + the page, then for each later floor of the branch
+    the explicit writes before it and its active page's log, then the explicit writes made
+    since). ``floor`` is the head floor, or an earlier reply of the latest group turn whose
+    later floors hold no snapshot (:mod:`engine.timeline.earlier`)."""
     branch = lineage.branch
     before = await branch_state(uow, lineage, floor.seq, last=None)
     logs = await uow.variables.page_log([page.id], "branch")
     after = apply_delta(before, delta_of(logs.get(page.id, ()), "branch"))
     if save_snapshot and floor.seq % SNAPSHOT_EVERY == 0:
         await uow.variables.save_snapshot(page.id, after)
-    since = await uow.variables.explicit(branch.id, floor.seq + 1, None, "branch")
-    head = apply_delta(dict(after), delta_of((e.mutation for e in since), "branch"))
+    head = dict(after)
+    newest = await head_of(uow, lineage)
+    later = await lineage_pages(uow, lineage, floor.seq + 1, newest) if newest > floor.seq else []
+    page_at = {f.seq: p for f, p in later}
+    later_logs = await uow.variables.page_log([p.id for p in page_at.values()], "branch")
+    explicit = await _explicit(uow, lineage, floor.seq + 1, newest, "branch")
+    for seq in range(floor.seq + 1, newest + 1):
+        # Later replies of the turn keep their writes on top of the floor's new page.
+        apply_delta(head, delta_of((e.mutation for e in explicit.get(seq, ())), "branch"))
+        if seq in page_at:
+            apply_delta(head, delta_of(later_logs.get(page_at[seq].id, ()), "branch"))
+    since = await uow.variables.explicit(branch.id, max(newest, floor.seq) + 1, None, "branch")
+    head = apply_delta(head, delta_of((e.mutation for e in since), "branch"))
     await uow.variables.replace("branch", branch.id, head)
     await uow.variables.replace("floor", floor.id, await floor_scope(uow, floor, page))

@@ -24,6 +24,7 @@ from engine.errors import (
     LimitExceededError,
     NotFoundError,
 )
+from engine.formats.png import is_png
 from engine.group.settings import group_of
 from engine.prompt.inputs import AuthorNote
 from engine.timeline.history import MAX_HISTORY
@@ -106,15 +107,16 @@ class FakeRoleplayService(FakeTurnEdits, FakeGroupCalls):
         parent = session.branches[branch.parent]
         return self._lineage(session, parent)[: branch.fork_floor or 0] + branch.floors
 
-    def _view(self, session: FakeSession, branch: FakeBranch) -> ReplyView:
+    def _view(self, session: FakeSession, branch: FakeBranch, at: int | None = None) -> ReplyView:
         floors = self._lineage(session, branch)
         if not floors:
             raise NotFoundError(f"branch {branch.name!r} has no reply yet")
-        floor = floors[-1]
+        number = len(floors) if at is None else at
+        floor = floors[number - 1]
         return ReplyView(
             session=session.key,
             branch=branch.name,
-            floor=len(floors),
+            floor=number,
             page=floor.active + 1,
             pages=len(floor.pages),
             text=floor.pages[floor.active],
@@ -226,32 +228,42 @@ class FakeRoleplayService(FakeTurnEdits, FakeGroupCalls):
         return view
 
     async def regenerate(
-        self, key: SessionKey, branch: str, *, on_text: OnText | None = None
+        self,
+        key: SessionKey,
+        branch: str,
+        *,
+        floor: int | None = None,
+        on_text: OnText | None = None,
     ) -> ReplyView:
-        self.calls.append(("regenerate", (key, branch)))
+        # ``floor`` (an earlier reply) is recorded only when given, so older checks hold.
+        self.calls.append(("regenerate", (key, branch) if floor is None else (key, branch, floor)))
         session = self._session(key)
         self._refuse_closed(session)
         target = self._branch(key, branch)
         floors = self._lineage(session, target)
-        if not floors:
+        if not floors or (floor is not None and not 1 <= floor <= len(floors)):
             raise InvalidTransitionError("nothing to regenerate yet")
-        floor = floors[-1]
-        text = await self._generate(session, floor.lines, len(floor.pages) + 1, on_text)
-        floor.pages.append(text)
-        floor.page_vars.append({})
-        floor.active = len(floor.pages) - 1
-        return self._view(session, target)
+        chosen = floors[-1 if floor is None else floor - 1]
+        text = await self._generate(session, chosen.lines, len(chosen.pages) + 1, on_text)
+        chosen.pages.append(text)
+        chosen.page_vars.append({})
+        chosen.active = len(chosen.pages) - 1
+        return self._view(session, target, floor)
 
-    async def swipe(self, key: SessionKey, branch: str, step: int) -> ReplyView:
-        self.calls.append(("swipe", (key, branch, step)))
+    async def swipe(
+        self, key: SessionKey, branch: str, step: int, *, floor: int | None = None
+    ) -> ReplyView:
+        self.calls.append(
+            ("swipe", (key, branch, step) if floor is None else (key, branch, step, floor))
+        )
         session = self._session(key)
         target = self._branch(key, branch)
         floors = self._lineage(session, target)
-        if not floors:
+        if not floors or (floor is not None and not 1 <= floor <= len(floors)):
             raise InvalidTransitionError("nothing to swipe yet")
-        floor = floors[-1]
-        floor.active = max(0, min(len(floor.pages) - 1, floor.active + step))
-        return self._view(session, target)
+        chosen = floors[-1 if floor is None else floor - 1]
+        chosen.active = max(0, min(len(chosen.pages) - 1, chosen.active + step))
+        return self._view(session, target, floor)
 
     async def fork(
         self, key: SessionKey, branch: str, *, after_floor: int | None, name: str
@@ -549,6 +561,12 @@ class FakeRoleplayService(FakeTurnEdits, FakeGroupCalls):
         else:
             raise NotFoundError(f"session {key.key} does not use the {kind} {name!r}")
         return await self.session_info(key)
+
+    async def character_picture(self, key: SessionKey, name: str) -> bytes | None:
+        """The fake keeps card files whole: a card stored as a PNG image is its own picture
+        (a test may put one in :attr:`assets`); a JSON card has none."""
+        data = self.assets.get((key.realm, "card", name))
+        return data if data is not None and is_png(data) else None
 
     async def current_branch(self, key: SessionKey) -> str:
         return self._session(key).current_branch
