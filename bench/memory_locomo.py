@@ -1,0 +1,640 @@
+"""Benchmark (issue 18): how much of a LoCoMo question's evidence the memory block carries.
+
+LoCoMo conversation ``conv-26`` (Caroline and Melanie: 19 dated sessions, 419 turns, 184 gold
+observations) is played through the real pipeline: ``TavernService`` (what the console runs)
+on SQLite in a temporary directory, a console session in ``compat_plus`` with the memory slot,
+the openai provider talking to the loopback fake model server, the memory agent after every
+floor and the memory scheduler's jobs (compaction among them) ticked after every floor, then
+ticked until nothing is due.
+
+Floors: Caroline (``speaker_a``) is the user and Melanie (``speaker_b``) the character. A floor
+is a Caroline line and the Melanie line that follows it in the same session; a session that
+opens with Melanie gets a first floor whose user line is the session's date, and a Caroline
+line nobody answers before the session ends gets the reply ``…``. The character's replies are
+scripted (her LoCoMo lines; a shared image adds ``[shares CAPTION]``). A turn's gold
+observations (LoCoMo's per-session ``observation`` lists, each naming its dialogue id) belong
+to the floor holding that dialogue id.
+
+Two paths:
+
+* **tag**: the reply of a floor carries one ``<summary>`` per gold observation of the floor;
+  the memory agent plans nothing (``{}``), so the tags become the floor's micro summary, and
+  compaction folds micros into macros and higher tiers. The compaction summariser is ideal:
+  it answers with exactly the source texts the memory slot's compaction request shows it
+  (:func:`engine.memory.compaction.build_compaction_messages`), so whatever compaction loses
+  is lost by the pipeline, not by a model.
+* **fact**: the replies carry no tags; the memory agent writes one fact per gold observation
+  of the floor (key ``SPEAKER N``, the observation word for word as the value). Facts are
+  never compacted.
+
+Then a seeded sample of questions (those whose evidence names at least one turn with a gold
+observation) is asked as dry runs of the next message (the prompt it would get, read without
+marking anything used), and the memory block of each prompt is read. A question's score is
+the share of its evidence observations (the gold observations of its ``evidence`` turns)
+present word for word (whitespace folded) in the block. Contenders on the same active
+records, packed in their own order into the same budget by the same renderer
+(:func:`engine.memory.injection.render_block`, the same item cap and line cut): plain BM25 of
+the question (:mod:`engine.memory.bm25`, ties newest first), recency (newest first) and an
+oracle that takes the records holding the most evidence first. "Stored" is the share of all
+gold observations present word for word in some active record (compacted records are not
+searched or injected, so that is what retrieval can reach).
+
+Run from the repository root: ``python bench/memory_locomo.py [--questions N] [--seed S]
+[--budget T]``. Exits 0; the issue's targets are printed beside the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import statistics
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from adapters.llm import ChatModelPool  # noqa: E402
+from adapters.storage import open_storage  # noqa: E402
+from bot.scheduler import MemoryScheduler, build_memory_service, timeline_floors  # noqa: E402
+from engine.memory.agent_context import AGENT_SYSTEM_PROMPT  # noqa: E402
+from engine.memory.bm25 import Bm25Index, weighted_query  # noqa: E402
+from engine.memory.compaction import (  # noqa: E402
+    CompactionRequest,
+    build_compaction_messages,
+)
+from engine.memory.injection import (  # noqa: E402
+    MEMORY_BUDGET_TOKENS,
+    PREAMBLE,
+    TokenCounter,
+    render_block,
+)
+from engine.memory.ports import MemoryQuery  # noqa: E402
+from engine.memory.records import MemoryKind, MemoryRecord, SequentialIds  # noqa: E402
+from engine.memory.service import MemorySettings  # noqa: E402
+from engine.memory.worker import JobOutcomeKind  # noqa: E402
+from engine.prompt.tokens import counter_for_model  # noqa: E402
+from engine.turns.api import MAIN_BRANCH, SessionKey, Speaker, UserLine  # noqa: E402
+from engine.turns.profiles import LLMProfile, NoSecretCipher  # noqa: E402
+from engine.turns.service import TavernService  # noqa: E402
+from tests.fakes.openai_server import FakeOpenAIServer, FakeReply, FakeResponse  # noqa: E402
+
+LOCOMO_ZIP = ROOT.parent / "shared" / "locomo" / "locomo10.zip"
+CONVERSATION_FILE = "data/multimodal_dialog/locomo10_v2/26.json"
+"""``conv-26`` inside the archive."""
+DEFAULT_QUESTIONS = 40
+DEFAULT_SEED = 18
+MODEL = "gpt-4o-mini"
+"""The model name the profile sends: a name the token counter knows exactly (o200k)."""
+FLOOR_TIME = timedelta(minutes=20)
+"""Story time the clock moves before each floor (as in the 300-floor replay test)."""
+START = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+"""The clock at floor 0: conv-26's first session."""
+NO_REPLY = "…"
+"""The character's reply to a user line she does not answer before the session ends."""
+MAX_SETTLE_TICKS = 50
+"""Scheduler ticks after the last floor, at most, until no memory job is due."""
+SERVER_LIFETIME_S = 3600.0
+KEY = SessionKey(platform="console", realm="local", key="locomo")
+Path_ = Literal["tag", "fact"]
+PATHS: tuple[Path_, ...] = ("tag", "fact")
+CONTENDERS = ("tavernbot", "bm25", "recency", "oracle")
+TARGETS: Mapping[str, str] = {
+    "stored": ">= 0.95",
+    "tag": ">= 0.45, ahead of bm25",
+    "fact": ">= 0.85, ahead of bm25",
+}
+_AGENT_MARK = AGENT_SYSTEM_PROMPT.split("\n", 1)[0][:60]
+_NUMBERED = re.compile(r"^\d+\. (.*)$")
+
+
+# ---------------------------------------------------------------------------- the data
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Observation:
+    """One gold observation: its running number, whose it is, its turn and its text."""
+
+    number: int
+    speaker: str
+    dia_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Floor:
+    """One floor as played: the user's line, the character's scripted line, and the gold
+    observations of the turns it holds."""
+
+    number: int
+    session: int
+    user_text: str
+    reply_text: str
+    dia_ids: tuple[str, ...]
+    observations: tuple[Observation, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Question:
+    """A LoCoMo question (its index in the conversation's list) and its evidence turns."""
+
+    index: int
+    text: str
+    evidence: tuple[str, ...]
+    category: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Conversation:
+    """The floors to play, every gold observation, and the questions."""
+
+    user: str
+    character: str
+    floors: tuple[Floor, ...]
+    observations: tuple[Observation, ...]
+    questions: tuple[Question, ...]
+
+    def evidence(self, question: Question) -> tuple[str, ...]:
+        """The texts of the gold observations of the question's evidence turns."""
+        wanted = set(question.evidence)
+        return tuple(o.text for o in self.observations if o.dia_id in wanted)
+
+
+def _dia_ids(value: Any) -> list[str]:
+    """Dialogue ids from LoCoMo's fields, which hold one id, several, or a list of them."""
+    items = value if isinstance(value, list) else [value]
+    found: list[str] = []
+    for item in items:
+        found.extend(re.findall(r"D\d+:\d+", str(item)))
+    return found
+
+
+def _turn_text(turn: Mapping[str, Any]) -> str:
+    text = str(turn.get("text") or "").strip()
+    caption = turn.get("blip_caption")
+    return f"{text} [shares {caption}]" if caption else text
+
+
+def load_conversation(path: Path = LOCOMO_ZIP, *, sessions: int | None = None) -> Conversation:
+    """conv-26 from the shared archive, mapped to floors (the first ``sessions`` sessions:
+    all when None); questions whose evidence lies in later sessions are left out."""
+    with zipfile.ZipFile(path) as archive:
+        data: dict[str, Any] = json.loads(archive.read(CONVERSATION_FILE))
+    user, character = str(data["speaker_a"]), str(data["speaker_b"])
+    numbers = sorted(
+        int(k.split("_")[1]) for k in data if re.fullmatch(r"session_\d+", k) and data[k]
+    )
+    if sessions is not None:
+        numbers = numbers[:sessions]
+    observations: list[Observation] = []
+    by_turn: dict[str, list[Observation]] = {}
+    floors: list[Floor] = []
+    for n in numbers:
+        for speaker, items in (data.get(f"session_{n}_observation") or {}).items():
+            for text, ids in items:
+                for dia_id in _dia_ids(ids)[:1]:  # an observation belongs to its first turn
+                    obs = Observation(
+                        number=len(observations) + 1,
+                        speaker=str(speaker),
+                        dia_id=dia_id,
+                        text=" ".join(str(text).split()),
+                    )
+                    observations.append(obs)
+                    by_turn.setdefault(dia_id, []).append(obs)
+        floors.extend(_session_floors(data, n, user, len(floors)))
+    floors = [
+        Floor(
+            number=f.number,
+            session=f.session,
+            user_text=f.user_text,
+            reply_text=f.reply_text,
+            dia_ids=f.dia_ids,
+            observations=tuple(o for d in f.dia_ids for o in by_turn.get(d, ())),
+        )
+        for f in floors
+    ]
+    played = {d for f in floors for d in f.dia_ids}
+    questions = tuple(
+        Question(
+            index=i,
+            text=str(q["question"]),
+            evidence=tuple(_dia_ids(q.get("evidence", []))),
+            category=int(q.get("category") or 0),
+        )
+        for i, q in enumerate(data["qa"])
+        if _dia_ids(q.get("evidence", [])) and set(_dia_ids(q["evidence"])) <= played
+    )
+    return Conversation(
+        user=user,
+        character=character,
+        floors=tuple(floors),
+        observations=tuple(observations),
+        questions=questions,
+    )
+
+
+def _session_floors(data: Mapping[str, Any], n: int, user: str, before: int) -> list[Floor]:
+    turns = list(data[f"session_{n}"])
+    floors: list[Floor] = []
+    i = 0
+    while i < len(turns):
+        number = before + len(floors) + 1
+        if turns[i]["speaker"] == user:
+            ids = [str(turns[i]["dia_id"])]
+            user_text = _turn_text(turns[i])
+            reply = NO_REPLY
+            if i + 1 < len(turns) and turns[i + 1]["speaker"] != user:
+                ids.append(str(turns[i + 1]["dia_id"]))
+                reply = _turn_text(turns[i + 1])
+                i += 1
+        else:  # the character opens the session: the user's line is the date
+            ids = [str(turns[i]["dia_id"])]
+            user_text = f"({data.get(f'session_{n}_date_time', f'session {n}')})"
+            reply = _turn_text(turns[i])
+        floors.append(
+            Floor(
+                number=number, session=n, user_text=user_text, reply_text=reply, dia_ids=tuple(ids)
+            )
+        )
+        i += 1
+    return floors
+
+
+def sample_questions(conversation: Conversation, count: int, seed: int) -> list[Question]:
+    """``count`` questions drawn with ``seed`` among those with evidence observations."""
+    eligible = [q for q in conversation.questions if conversation.evidence(q)]
+    return random.Random(seed).sample(eligible, min(count, len(eligible)))
+
+
+# ---------------------------------------------------------------------------- scoring
+
+
+def fold(text: str) -> str:
+    """Whitespace folded to single spaces, for word-for-word comparison."""
+    return " ".join(text.split())
+
+
+def evidence_share(evidence: Sequence[str], block: str) -> float:
+    """The share of ``evidence`` texts present word for word in ``block`` (0 for none)."""
+    if not evidence:
+        return 0.0
+    haystack = fold(block)
+    return sum(1 for text in evidence if fold(text) in haystack) / len(evidence)
+
+
+def stored_share(observations: Sequence[str], records: Sequence[MemoryRecord]) -> float:
+    """The share of ``observations`` present word for word in some record's text."""
+    texts = [fold(r.display) for r in records]
+    if not observations:
+        return 0.0
+    return sum(1 for o in observations if any(fold(o) in t for t in texts)) / len(observations)
+
+
+def pack(
+    ordered: Sequence[MemoryRecord],
+    *,
+    budget: int,
+    count: TokenCounter,
+    max_items: int,
+    max_item_chars: int,
+) -> str:
+    """The block of ``ordered`` records taken greedily, each kept while the whole rendered
+    block stays within ``budget`` tokens (the engine's renderer, item cap and line cut)."""
+    chosen: list[MemoryRecord] = []
+    for record in ordered:
+        if len(chosen) >= max_items:
+            break
+        trial = [*chosen, record]
+        if count(render_block(trial, max_item_chars=max_item_chars)) <= budget:
+            chosen = trial
+    return render_block(chosen, max_item_chars=max_item_chars)
+
+
+def _newest_first(record: MemoryRecord) -> tuple[int, int, str]:
+    end = record.coverage_end if record.coverage_end is not None else record.created_floor
+    return (-end, -record.created_floor, record.id)
+
+
+def bm25_order(records: Sequence[MemoryRecord], question: str) -> list[MemoryRecord]:
+    """Plain BM25 of the question over the records' text, best first (ties: newest)."""
+    index = Bm25Index.build({r.id: r.display for r in records})
+    terms = weighted_query([(question, 1.0)])
+    scores = {r.id: index.score(r.id, terms) for r in records}
+    return sorted(records, key=lambda r: (-scores[r.id], *_newest_first(r)))
+
+
+def recency_order(records: Sequence[MemoryRecord], question: str) -> list[MemoryRecord]:
+    """Newest first, whatever the question."""
+    return sorted(records, key=_newest_first)
+
+
+def oracle_order(records: Sequence[MemoryRecord], evidence: Sequence[str]) -> list[MemoryRecord]:
+    """Only the records holding evidence, those holding the most first (ties: shortest)."""
+    held = {r.id: sum(1 for e in evidence if fold(e) in fold(r.display)) for r in records}
+    holding = [r for r in records if held[r.id]]
+    return sorted(holding, key=lambda r: (-held[r.id], len(r.display), r.id))
+
+
+def memory_block(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The memory block of a prompt: from its preamble through its headers and items."""
+    for message in messages:
+        content = str(message.get("content") or "")
+        if PREAMBLE not in content:
+            continue
+        lines = content[content.index(PREAMBLE) :].splitlines()
+        kept = [lines[0]]
+        for line in lines[1:]:
+            if not (line.startswith("- ") or line.startswith("[")):
+                break
+            kept.append(line)
+        return "\n".join(kept)
+    return ""
+
+
+# ---------------------------------------------------------------------------- the pipeline
+
+
+@dataclass
+class _Clock:
+    current: datetime = START
+
+    def now(self) -> datetime:
+        return self.current
+
+
+async def ideal_summariser(request: CompactionRequest) -> str:
+    """A perfect summariser: answers with exactly the source texts its request shows the
+    model (numbered lines of the memory slot's compaction prompt), one per line."""
+    shown = build_compaction_messages(request)[-1].content
+    lines = str(shown).splitlines()[1:]  # the first line names the span
+    return "\n".join(m[1] for line in lines if (m := _NUMBERED.match(line)))
+
+
+@dataclass
+class LocomoModel:
+    """The fake server's responder: the narrator's scripted reply (with one ``<summary>`` per
+    observation on the tag path) and the memory agent's answer (facts on the fact path)."""
+
+    path: Path_
+    floor: Floor | None = None
+    narrator_calls: int = 0
+    agent_calls: int = 0
+
+    def __call__(self, body: Mapping[str, Any]) -> FakeResponse:
+        messages = list(body.get("messages") or [])
+        first = messages[0] if messages else {}
+        system = str(first.get("content") or "") if first.get("role") == "system" else ""
+        if self.floor is None:
+            raise AssertionError("a model request outside any floor")
+        if system.startswith(_AGENT_MARK):
+            self.agent_calls += 1
+            return FakeReply(text=self.agent_answer(self.floor))
+        self.narrator_calls += 1
+        return FakeReply(text=self.reply(self.floor), chunk_chars=256)
+
+    def reply(self, floor: Floor) -> str:
+        """The narrator's raw reply for ``floor``."""
+        if self.path != "tag" or not floor.observations:
+            return floor.reply_text
+        tags = "".join(f"<summary>{o.text}</summary>" for o in floor.observations)
+        return f"{floor.reply_text}\n{tags}"
+
+    def agent_answer(self, floor: Floor) -> str:
+        """The memory agent's JSON for ``floor``: nothing on the tag path."""
+        if self.path != "fact" or not floor.observations:
+            return "{}"
+        facts = [
+            {"key": f"{o.speaker} {o.number}", "value": o.text, "scope": "chat"}
+            for o in floor.observations
+        ]
+        return json.dumps({"facts_add": facts})
+
+
+@dataclass
+class PathResult:
+    """What one path left: the active records, the stored share, each contender's blocks."""
+
+    path: Path_
+    floors: int
+    active: list[MemoryRecord]
+    stored: float
+    blocks: dict[str, list[str]] = field(default_factory=dict)
+    scores: dict[str, list[float]] = field(default_factory=dict)
+
+    def mean(self, contender: str) -> float:
+        values = self.scores.get(contender) or [0.0]
+        return statistics.fmean(values)
+
+
+async def run_path(
+    conversation: Conversation,
+    questions: Sequence[Question],
+    *,
+    path: Path_,
+    budget: int,
+    workdir: Path,
+) -> PathResult:
+    """Play the conversation on one path and score every contender on ``questions``."""
+    model = LocomoModel(path=path)
+    clock = _Clock()
+    storage = await open_storage(f"sqlite+aiosqlite:///{workdir}/locomo-{path}.db")
+    pool = ChatModelPool()
+    requests = 4 * len(conversation.floors) + 100
+    try:
+        async with FakeOpenAIServer(
+            responder=model, max_requests=requests, lifetime_s=SERVER_LIFETIME_S
+        ) as server:
+            profile = LLMProfile(
+                id="environment",
+                provider="openai",
+                base_url=server.base_url,
+                model=MODEL,
+                timeout_s=30.0,
+                max_retries=0,
+            )
+
+            def model_for(p: LLMProfile) -> Any:
+                return pool.for_profile(p, NoSecretCipher(), {})
+
+            settings = MemorySettings()
+            memory = build_memory_service(
+                storage, model=model_for(profile), model_name=MODEL, clock=clock
+            )
+            memory.summariser = ideal_summariser
+            memory.new_id = SequentialIds("mem")  # a rerun gives the same ids
+            service = TavernService(
+                storage,
+                model_for=model_for,
+                default_profile=profile,
+                clock=clock,
+                memory=memory,
+            )
+            await service.start()
+            try:
+                await service.open_session(KEY)
+                await service.configure(
+                    KEY,
+                    prompt_mode="compat_plus",
+                    slots=["narrator", "memory"],
+                    memory_budget=budget,
+                )
+                scheduler = MemoryScheduler(
+                    memory.repo, memory, clock=clock, floors=timeline_floors(service.timeline)
+                )
+                await scheduler.recover()
+                speaker = Speaker(id="locomo-user", name=conversation.user)
+                for floor in conversation.floors:
+                    clock.current = START + floor.number * FLOOR_TIME
+                    model.floor = floor
+                    await service.respond(
+                        KEY, MAIN_BRANCH, [UserLine(speaker=speaker, text=floor.user_text)]
+                    )
+                    await service.drain()
+                    await scheduler.tick()
+                for _ in range(MAX_SETTLE_TICKS):
+                    outcomes = await scheduler.tick()
+                    if not any(o.kind is JobOutcomeKind.RAN for o in outcomes):
+                        break
+                session = await service.timeline.find_session(KEY.platform, KEY.key)
+                assert session is not None
+                active = await memory.repo.query_records(
+                    MemoryQuery(realm_id=str(session.realm_id), session_id=str(session.id))
+                )
+                result = PathResult(
+                    path=path,
+                    floors=len(conversation.floors),
+                    active=active,
+                    stored=stored_share([o.text for o in conversation.observations], active),
+                )
+                tavern_blocks = []
+                for question in questions:
+                    prompt = await service.dry_run(KEY, MAIN_BRANCH, question.text)
+                    tavern_blocks.append(memory_block(prompt["messages"]))
+            finally:
+                await service.aclose()
+    finally:
+        await pool.aclose()
+        await storage.close()
+    _score(result, conversation, questions, tavern_blocks, budget, memory.count, settings)
+    return result
+
+
+def _score(
+    result: PathResult,
+    conversation: Conversation,
+    questions: Sequence[Question],
+    tavern_blocks: Sequence[str],
+    budget: int,
+    count: TokenCounter,
+    settings: MemorySettings,
+) -> None:
+    policy = settings.injection
+    records = [
+        r for r in result.active if r.importance >= policy.min_importance and r.text.strip()
+    ]
+    orders: dict[str, Callable[[Question], list[MemoryRecord]]] = {
+        "bm25": lambda q: bm25_order(records, q.text),
+        "recency": lambda q: recency_order(records, q.text),
+        "oracle": lambda q: oracle_order(records, conversation.evidence(q)),
+    }
+    result.blocks["tavernbot"] = list(tavern_blocks)
+    for name, order in orders.items():
+        result.blocks[name] = [
+            pack(
+                order(q),
+                budget=budget,
+                count=count,
+                max_items=policy.max_items,
+                max_item_chars=policy.max_item_chars,
+            )
+            for q in questions
+        ]
+    for name, blocks in result.blocks.items():
+        result.scores[name] = [
+            evidence_share(conversation.evidence(q), block)
+            for q, block in zip(questions, blocks, strict=True)
+        ]
+
+
+# ---------------------------------------------------------------------------- the report
+
+
+def describe_active(records: Sequence[MemoryRecord]) -> str:
+    """``13 active: 4 micro, 5 macro...`` for the records a path left."""
+    kinds: dict[str, int] = {}
+    for r in records:
+        name = r.kind.value if r.kind is not MemoryKind.SUMMARY else f"tier{r.tier}"
+        kinds[name] = kinds.get(name, 0) + 1
+    parts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    return f"{len(records)} active ({parts})"
+
+
+def report(results: Sequence[PathResult], questions: Sequence[Question], seed: int) -> str:
+    """The table the bench prints."""
+    lines = [
+        f"questions (seed {seed}): {', '.join(str(q.index) for q in questions)}",
+        "",
+        "| path | floors | active records | stored | " + " | ".join(CONTENDERS) + " | target |",
+        "|---|---:|---|---:|" + "---:|" * len(CONTENDERS) + "---|",
+    ]
+    for r in results:
+        means = " | ".join(f"{r.mean(c):.3f}" for c in CONTENDERS)
+        target = (
+            f"{TARGETS[r.path]}; stored {TARGETS['stored']}"
+            if r.path == "tag"
+            else TARGETS[r.path]
+        )
+        lines.append(
+            f"| {r.path} | {r.floors} | {describe_active(r.active)} | {r.stored:.3f} | "
+            f"{means} | {target} |"
+        )
+    for r in results:
+        distinct = len(set(r.blocks["tavernbot"]))
+        lines.append(
+            f"{r.path}: {distinct} distinct tavernbot blocks over {len(questions)} questions"
+        )
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """``--questions N --seed S --budget T``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--questions", type=int, default=DEFAULT_QUESTIONS)
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--budget", type=int, default=MEMORY_BUDGET_TOKENS)
+    parser.add_argument("--sessions", type=int, default=None, help="play only the first N")
+    return parser.parse_args(argv)
+
+
+async def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    conversation = load_conversation(sessions=args.sessions)
+    questions = sample_questions(conversation, args.questions, args.seed)
+    print(
+        f"conv-26: {len(conversation.floors)} floors, {len(conversation.observations)} gold "
+        f"observations, {len(questions)} questions, budget {args.budget} tokens "
+        f"({counter_for_model(MODEL).__class__.__name__} for {MODEL})"
+    )
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in PATHS:
+            results.append(
+                await run_path(
+                    conversation, questions, path=path, budget=args.budget, workdir=Path(tmp)
+                )
+            )
+    print(report(results, questions, args.seed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
