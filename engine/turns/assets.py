@@ -1,18 +1,22 @@
 """Which of its realm's assets a session uses: listing the realm's cards, presets, world books
-and regex sets, and binding or unbinding one in the session's settings (importing a file is
-:mod:`engine.turns.transfer`)."""
+and regex sets, binding or unbinding one in the session's settings, and a card's picture (for
+the front ends that show a character with its avatar). Importing a file is
+:mod:`engine.turns.transfer`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, Final
 
-from engine.errors import ConfigurationError, NotFoundError
+from engine.errors import ConfigurationError, FormatError, NotFoundError
+from engine.formats.cards import card_from_asset
 from engine.ports import EventSink
 from engine.timeline.assets import AssetService
+from engine.timeline.values import Asset
 from engine.timeline.values import AssetKind as RealmAssetKind
 from engine.turns.api import AssetKind, SessionInfo, SessionKey
 from engine.turns.events import emit
+from engine.turns.parsed_assets import ParsedAssets
 from engine.turns.sessions import Sessions
 
 __all__ = ["Assets"]
@@ -30,6 +34,8 @@ _FIELDS: Final[dict[RealmAssetKind, str]] = {
     "regex": "regex_sets",
 }
 """The session setting that names the bound asset(s) of each kind."""
+PICTURE_CACHE_SIZE: Final = 16
+"""Card pictures kept decoded between replies at most (a picture may weigh megabytes)."""
 
 
 class Assets:
@@ -39,6 +45,8 @@ class Assets:
         self._sessions = sessions
         self._assets = assets
         self._events = events
+        # Decoded once per stored version of a card: a front end asks for each reply.
+        self._pictures = ParsedAssets(PICTURE_CACHE_SIZE)
 
     async def names(self, key: SessionKey, kind: AssetKind) -> list[str]:
         """Names of the realm's cards, presets, world books or regex sets."""
@@ -80,6 +88,25 @@ class Assets:
         await self._sessions.update(ids.session_id, **{_FIELDS[realm_kind]: value})
         emit(self._events, "asset.unbound", session=key.key, kind=kind, asset=name)
         return await self._sessions.info(key)
+
+    async def picture(self, key: SessionKey, name: str) -> bytes | None:
+        """The picture (PNG bytes, without the card's own chunks) of the realm's card
+        ``name``; None when the card came without one (a JSON card) or the realm has no card
+        of that name (a character without a card, such as the narrator)."""
+        ids = await self._sessions.ids(key)
+        asset = await self._assets.find(ids.realm_id, "card", name)
+        if asset is None:
+            return None
+        return self._pictures.get(asset, _picture)
+
+
+def _picture(asset: Asset) -> bytes | None:
+    try:
+        return card_from_asset(asset.data, source=f"card {asset.name}").avatar
+    except FormatError:
+        # A stored card that no longer reads is reported where it is played; a picture
+        # is only decoration, so it is simply absent here.
+        return None
 
 
 def _realm_kind(kind: str) -> RealmAssetKind:
