@@ -1,8 +1,10 @@
 """Where a character's words go: a channel webhook with its name and avatar, or the bot itself.
 
-:class:`Outlets` finds or creates one webhook per channel (threads post through their parent's
-webhook with ``thread_id``), caches it, and recreates it when it was deleted. Without Manage
-Webhooks the bot posts as itself with the character's name in bold. Every call goes through
+:class:`Outlets` finds or creates one shared webhook per channel (threads post through their
+parent's webhook with ``thread_id``), caches it, and recreates it when it was deleted. A
+character whose card has a picture speaks through a webhook of its own wearing that picture
+(:mod:`adapters.discord.avatars`); the others through the shared one. Without Manage Webhooks
+the bot posts as itself with the character's name in bold. Every call goes through
 :func:`with_retries`: rate limits wait the platform's ``retry_after`` and transient failures back
 off; nothing is dropped silently (a final failure raises :class:`DeliveryError`).
 """
@@ -17,6 +19,7 @@ from typing import TypeVar
 import aiohttp
 import discord
 
+from adapters.discord.avatars import CharacterHooks, PictureLookup, webhook_name
 from adapters.discord.convert import Place
 from engine.errors import EngineError
 
@@ -158,18 +161,29 @@ class BotOutlet(Outlet):
 
 
 class Outlets:
-    """One cached webhook per channel, created on first use and recreated when deleted."""
+    """One cached shared webhook per channel, created on first use and recreated when deleted,
+    and the characters' own webhooks (``pictures``: the service's ``character_picture``;
+    None: every character speaks through the shared webhook)."""
 
-    def __init__(self, client: discord.Client, *, webhook_name: str) -> None:
+    def __init__(
+        self,
+        client: discord.Client,
+        *,
+        webhook_name: str,
+        pictures: PictureLookup | None = None,
+    ) -> None:
         self.client = client
         self.webhook_name = webhook_name
         self._hooks: dict[int, discord.Webhook] = {}
         self._locks: dict[int, asyncio.Lock] = {}
+        self.characters = CharacterHooks(pictures)
         self.created = 0
+        """Shared webhooks created (the characters' own: ``characters.created``)."""
 
     def invalidate(self, channel_id: int) -> None:
-        """Forget the cached webhook of a channel (it was deleted)."""
+        """Forget the cached webhooks of a channel (one was deleted)."""
         self._hooks.pop(channel_id, None)
+        self.characters.forget(channel_id)
 
     async def _channel(self, channel_id: int) -> discord.abc.Messageable:
         channel = self.client.get_channel(channel_id)
@@ -178,39 +192,67 @@ class Outlets:
         assert isinstance(channel, discord.abc.Messageable)
         return channel
 
-    async def webhook(self, channel_id: int) -> discord.Webhook | None:
-        """The channel's webhook, or None when the bot may not manage webhooks there."""
+    def _managed(self, channel_id: int) -> discord.TextChannel | None:
+        """The channel when the bot may manage its webhooks, else None."""
         channel = self.client.get_channel(channel_id)
         if not isinstance(channel, discord.TextChannel):
             return None
         if not channel.permissions_for(channel.guild.me).manage_webhooks:
             return None
+        return channel
+
+    async def _list(self, channel: discord.TextChannel) -> None:
+        """Learn the bot's webhooks in ``channel`` (the shared one and the characters'), once
+        until the channel is invalidated; the caller holds the channel's lock."""
+        if self.characters.known(channel.id):
+            return
+        me = self.client.user
+        mine = [h for h in await channel.webhooks() if h.user and me and h.user.id == me.id]
+        shared = next((h for h in mine if h.name == self.webhook_name), None)
+        if shared is not None and channel.id not in self._hooks:
+            self._hooks[channel.id] = shared
+        self.characters.adopt(channel.id, (h for h in mine if h.name != self.webhook_name))
+
+    async def webhook(self, channel_id: int) -> discord.Webhook | None:
+        """The channel's shared webhook, or None when the bot may not manage webhooks there."""
+        channel = self._managed(channel_id)
+        if channel is None:
+            return None
         cached = self._hooks.get(channel_id)
         if cached is not None:
             return cached
-        lock = self._locks.setdefault(channel_id, asyncio.Lock())
-        async with lock:
+        async with self._locks.setdefault(channel_id, asyncio.Lock()):
             if channel_id in self._hooks:
                 return self._hooks[channel_id]
-            me = self.client.user
-            hooks = await channel.webhooks()
-            hook = next(
-                (
-                    h
-                    for h in hooks
-                    if h.name == self.webhook_name and h.user and me and h.user.id == me.id
-                ),
-                None,
-            )
+            await self._list(channel)
+            hook = self._hooks.get(channel_id)
             if hook is None:
                 hook = await channel.create_webhook(name=self.webhook_name)
                 self.created += 1
             self._hooks[channel_id] = hook
             return hook
 
+    async def character_webhook(self, place: Place, name: str) -> discord.Webhook | None:
+        """The character's own webhook wearing its card's picture; None when it has no
+        picture (or Discord refused it) or the bot may not manage webhooks there."""
+        channel = self._managed(place.channel_id)
+        if channel is None or webhook_name(name) == self.webhook_name:
+            return None
+        picture = await self.characters.picture(place.key, name)
+        if picture is None:
+            return None
+        async with self._locks.setdefault(place.channel_id, asyncio.Lock()):
+            await self._list(channel)
+            return await self.characters.hook(channel, name, picture)
+
     async def outlet(self, place: Place, name: str, avatar: str | None) -> Outlet:
-        """How to post in ``place``: the webhook when allowed, else the bot."""
+        """How to post in ``place``: the character's own webhook, else the shared one when
+        allowed, else the bot."""
         try:
+            own = await self.character_webhook(place, name)
+            if own is not None:
+                # The webhook wears the picture: no avatar URL over it.
+                return WebhookOutlet(own, place.thread_id, name, None)
             hook = await self.webhook(place.channel_id)
         except discord.Forbidden:
             hook = None

@@ -82,7 +82,9 @@ class DiscordRunner:
             channel_interval_s=options.edit_interval_s,
         )
         self.sessions = Sessions(service, default_policy=options.reply_policy)
-        self.outlets = Outlets(self.client, webhook_name=options.webhook_name)
+        self.outlets = Outlets(
+            self.client, webhook_name=options.webhook_name, pictures=service.character_picture
+        )
         self.personas = Personas(service)
         self.turns = Turns(
             client=self.client,

@@ -35,6 +35,10 @@ UNKNOWN_WEBHOOK = 10015
 UNKNOWN_INTERACTION = 10062
 ALREADY_ACKNOWLEDGED = 40060
 MAX_CONTENT = 2000
+MAX_CHANNEL_WEBHOOKS = 15  # Discord's webhooks per channel
+MAX_WEBHOOKS_REACHED = 30007
+INVALID_FORM_BODY = 50035
+REFUSED_WEBHOOK_WORDS = ("clyde", "discord")  # Discord refuses webhook names holding these
 MAX_HISTORY_PAGE = 100  # Discord serves at most 100 messages per history request
 
 
@@ -82,6 +86,7 @@ class Rest:
             ("GET", r"/channels/(?P<c>\d+)/webhooks", self.list_webhooks, True),
             ("POST", r"/channels/(?P<c>\d+)/webhooks", self.create_webhook, True),
             ("DELETE", r"/webhooks/(?P<w>\d+)", self.delete_webhook, True),
+            ("PATCH", r"/webhooks/(?P<w>\d+)", self.modify_webhook, True),
             ("POST", r"/channels/(?P<c>\d+)/messages/(?P<m>\d+)/threads", self.thread_from, True),
             ("POST", r"/channels/(?P<c>\d+)/threads", self.thread_without, True),
             ("POST", r"/webhooks/(?P<w>\d+)/(?P<t>[^/]+)", self.execute_webhook, False),
@@ -308,15 +313,39 @@ class Rest:
             return error(400, 50024, "Cannot execute action on this channel type")
         if not self.s.bot_can_channel(channel, "manage_webhooks"):
             return error(403, 50013, "Missing Permissions")
+        if sum(w.channel_id == channel.id for w in self.s.webhooks.values()) >= (
+            MAX_CHANNEL_WEBHOOKS
+        ):
+            return error(400, MAX_WEBHOOKS_REACHED, "Maximum number of webhooks reached (15)")
+        body = req.body or {}
+        refused = _refused_webhook_body(body)
+        if refused is not None:
+            return refused
         hook = Webhook(
             id=self.s.ids.next(),
             token=secrets.token_urlsafe(16),
             channel_id=channel.id,
             guild_id=channel.guild_id,
-            name=(req.body or {}).get("name", "hook"),
+            name=body.get("name", "hook"),
             owner=self.s.bot,
+            avatar=body.get("avatar"),
         )
         self.s.webhooks[hook.id] = hook
+        return 200, hook.payload()
+
+    async def modify_webhook(self, req: Request, p: dict[str, str]) -> Result:
+        """PATCH /webhooks/{id} (with the bot's token): a new name and/or avatar."""
+        hook = self.s.webhooks.get(int(p["w"]))
+        if hook is None:
+            return error(404, UNKNOWN_WEBHOOK, "Unknown Webhook")
+        body = req.body or {}
+        refused = _refused_webhook_body(body)
+        if refused is not None:
+            return refused
+        if "name" in body:
+            hook.name = body["name"]
+        if "avatar" in body:
+            hook.avatar = body["avatar"]
         return 200, hook.payload()
 
     async def delete_webhook(self, req: Request, p: dict[str, str]) -> Result:
@@ -351,7 +380,8 @@ class Rest:
             webhook_id=hook.id,
             attachments=self.s.store_files(req.files),
         )
-        data["author"]["avatar"] = None
+        # A message without an avatar URL shows the webhook's own avatar.
+        data["author"]["avatar"] = None if body.get("avatar_url") else hook.avatar_hash
         data["avatar_url"] = body.get("avatar_url")
         await self.s.store_and_echo(data)
         # Booleans in query strings are 1/0: discord.py sends wait=1.
@@ -415,3 +445,16 @@ class Rest:
     # ------------------------------------------------------------------ interactions
     async def interaction_callback(self, req: Request, p: dict[str, str]) -> Result:
         return await self.s.interactions.callback(req, int(p["i"]), p["t"])
+
+
+def _refused_webhook_body(body: dict[str, Any]) -> Result | None:
+    """Discord's 400 for a webhook name it does not allow or an avatar that is no image."""
+    name = body.get("name")
+    if name is not None and (
+        not 1 <= len(name) <= 80 or any(w in name.lower() for w in REFUSED_WEBHOOK_WORDS)
+    ):
+        return error(400, INVALID_FORM_BODY, "Invalid Form Body: name")
+    avatar = body.get("avatar")
+    if avatar is not None and not str(avatar).startswith("data:image/"):
+        return error(400, INVALID_FORM_BODY, "Invalid Form Body: avatar")
+    return None

@@ -7,7 +7,9 @@ ISO strings. Permissions are integer bit sets, as Discord sends them (as strings
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import hashlib
 import itertools
 from dataclasses import dataclass, field
 from typing import Any
@@ -235,6 +237,22 @@ class Webhook:
     name: str
     owner: User
     app_id: int | None = None
+    avatar: str | None = None
+    """The avatar as the bot gave it (a ``data:image/...;base64,`` URI), at creation or edit."""
+
+    @property
+    def avatar_hash(self) -> str | None:
+        """What Discord shows of the avatar: a hash (here of the data URI)."""
+        if self.avatar is None:
+            return None
+        return hashlib.md5(self.avatar.encode(), usedforsecurity=False).hexdigest()
+
+    def avatar_bytes(self) -> bytes | None:
+        """The avatar image given, decoded from its data URI."""
+        if self.avatar is None:
+            return None
+        _head, _, data = self.avatar.partition(";base64,")
+        return base64.b64decode(data)
 
     def payload(self) -> dict[str, Any]:
         """The webhook object (type 1, incoming)."""
@@ -245,7 +263,7 @@ class Webhook:
             "channel_id": str(self.channel_id),
             "guild_id": str(self.guild_id) if self.guild_id else None,
             "name": self.name,
-            "avatar": None,
+            "avatar": self.avatar_hash,
             "application_id": str(self.app_id) if self.app_id else None,
             "user": self.owner.payload(),
         }
