@@ -9,9 +9,10 @@ Build a :class:`DiscordRunner` with a :class:`~engine.turns.api.RoleplayService`
   ``/tavern start`` (or ``/character set`` before anyone has written) and stored as floor 1.
 - Deleting a message hides its floor or page; ``/session export`` still writes it (marked
   ``is_system``, as SillyTavern marks hidden messages) unless ``include_hidden`` is off.
-- Replies go through one webhook per channel with the character's name and avatar (the bot with
-  the name in bold without Manage Webhooks), stream by edits within one shared budget, and split
-  at 2000 characters without breaking markdown.
+- Replies go through a webhook with the character's name: its own webhook wearing its card's
+  picture when the card has one, else the channel's shared webhook (the bot with the name in
+  bold without Manage Webhooks); they stream by edits within one shared budget, and split at
+  2000 characters without breaking markdown.
 - 🔄 ◀️ ▶️ on the latest reply regenerate and swipe; a failed turn's notice stands where the
   reply would have been, and 🔄 on it (or on the input) retries that floor.
 - Slash commands answer ephemerally; ``/session set option value`` changes one session's

@@ -6,7 +6,12 @@ PNG cards."""
 
 from __future__ import annotations
 
-from adapters.discord.avatars import MAX_CHARACTER_WEBHOOKS
+from adapters.discord.avatars import (
+    MAX_CHARACTER_WEBHOOKS,
+    MAX_REMEMBERED_REFUSALS,
+    MAX_WEBHOOK_NAME,
+    CharacterHooks,
+)
 from adapters.discord.convert import Place
 from adapters.discord.runner import DiscordRunner
 from engine.turns.api import MAIN_BRANCH
@@ -99,3 +104,25 @@ async def test_without_a_picture_the_shared_webhook_as_before(
     hook_id = await _say(runner, world, "Finn", "ahoy")
     assert _names(fake) == {hook_id: SHARED_NAME}
     assert fake.webhooks[hook_id].avatar is None
+
+
+async def test_a_long_name_is_cut_to_discords_webhook_name_limit(
+    fake: FakeDiscord, world: World, service: PacedService, start_bot: Starter
+) -> None:
+    runner = await start_bot()
+    name = "Lady " + "M" * 120
+    _give_picture(service, world, name, picture((3, 3, 3, 255)))
+    hook_id = await _say(runner, world, name, "greetings")
+    assert _names(fake)[hook_id] == name[:MAX_WEBHOOK_NAME]
+    # The message itself still carries the name Discord shows (cut the same way).
+    posted = [m for m in fake.messages.values() if m.get("webhook_id") == str(hook_id)]
+    assert posted[-1]["author"]["username"] == name[:MAX_WEBHOOK_NAME]
+
+
+def test_refusals_are_remembered_up_to_their_limit() -> None:
+    hooks = CharacterHooks(None)
+    for n in range(MAX_REMEMBERED_REFUSALS + 1):
+        assert hooks._first_refusal(1, f"C{n}", "digest")
+    assert not hooks._first_refusal(1, f"C{MAX_REMEMBERED_REFUSALS}", "digest")
+    assert len(hooks._refused) == MAX_REMEMBERED_REFUSALS
+    assert hooks._first_refusal(1, "C0", "digest")  # the oldest was forgotten
