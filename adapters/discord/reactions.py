@@ -1,10 +1,12 @@
 """Reactions on the latest reply: 🔄 regenerate, ◀️ previous page, ▶️ next page.
 
 Allowed for the speakers of that floor and for members with Manage Messages there; anyone
-else's reaction is removed (when the bot may) or ignored. Reactions on older replies (in a group,
-every reply but the latest: only the branch's latest floor takes new pages), on messages that
-are not replies and with other emoji are ignored. A latest floor whose turn failed
-has the failure notice for its reply: 🔄 on the notice, or on the floor's own input, retries it.
+else's reaction is removed (when the bot may) or ignored. In a group, every member's reply of
+the latest turn takes them too: the engine is asked for that reply's floor and changes it
+alone, editing its own message. Reactions on older replies (the engine refuses them: a user's
+message came after, a thread forked after them...), on messages that are not replies and with
+other emoji are ignored. A latest floor whose turn failed has the failure notice for its
+reply: 🔄 on the notice, or on the floor's own input, retries it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from adapters.discord.sessions import Sessions
 from adapters.discord.stream import Delivered
 from adapters.discord.turns import ReplyRecord, Turns
 from engine.errors import EngineError
+from engine.group.settings import MAX_GROUP_MEMBERS
 from engine.turns.api import PlatformRef, RoleplayService
 
 _log = logging.getLogger(__name__)
@@ -65,20 +68,26 @@ class Reactions:
         if place is None or await self.sessions.binding(place.key) is None:
             return
         record = await self._record(place, payload.message_id)
-        if record is None or not await self._is_latest(record):
+        standing = None if record is None else await self._standing(record)
+        if record is None or standing is None:
             self.ignored += 1
             return
         if not self._allowed(channel, record, payload):
             self.ignored += 1
             await self._remove(channel, payload)
             return
+        # An earlier reply: the engine is asked for its floor, and decides (issue 17).
+        earlier = None if standing == "latest" else record.floor
         try:
             if action == "regenerate":
-                await self.turns.regenerate(record)
+                await self.turns.regenerate(record, floor=earlier)
             else:
-                await self.turns.swipe(record, -1 if action == "previous" else 1)
+                await self.turns.swipe(record, -1 if action == "previous" else 1, floor=earlier)
         except EngineError as exc:
             _log.info("reaction %s refused: %s", action, exc)
+            if earlier is not None:  # an older reply stays as it was, the reaction too
+                self.ignored += 1
+                return
         await self._remove(channel, payload)
 
     async def _record(self, place: Place, message_id: int) -> ReplyRecord | None:
@@ -127,16 +136,24 @@ class Reactions:
         speakers = await self.service.floor_speakers(place.key, ref.branch, ref.floor)
         return frozenset(speaker.id for speaker in speakers)
 
-    async def _is_latest(self, record: ReplyRecord) -> bool:
-        """Whether ``record`` shows the branch's latest floor (the only one that takes new
-        pages; a group's earlier replies keep theirs). A record from before a restart learns
-        its speaker here, so a reposted piece goes out under the right name."""
+    async def _standing(self, record: ReplyRecord) -> str | None:
+        """``latest`` when ``record`` shows the branch's latest floor, ``earlier`` when it
+        shows a reply that only other replies follow (a group turn's: the engine is asked
+        for its floor and decides), None for an older one. A record from before a restart
+        learns its speaker here, so a reposted piece goes out under the right name."""
         place = record.place
-        views = await self.service.history(place.key, place.branch, limit=1)
-        latest = bool(views) and views[-1].floor == record.floor
-        if latest and not record.character:
-            record.character = views[-1].character
-        return latest
+        views = await self.service.history(place.key, place.branch, limit=MAX_GROUP_MEMBERS)
+        shown = next((v for v in views if v.floor == record.floor), None)
+        if shown is None:
+            return None
+        if not record.character:
+            record.character = shown.character
+        if views[-1].floor == record.floor:
+            return "latest"
+        after = [v for v in views if v.floor > record.floor]
+        if record.failed or shown.failed or any(v.inputs or v.failed for v in after):
+            return None
+        return "earlier"
 
     def _allowed(
         self, channel: object, record: ReplyRecord, payload: discord.RawReactionActionEvent

@@ -263,8 +263,11 @@ class Turns:
                 user_ref = PlatformRef(branch=place.branch, floor=floor, page=None, role="user")
                 await self.service.link_message(place.key, line.ref, user_ref)
 
-    async def regenerate(self, record: ReplyRecord) -> None:
-        """Add a page to the latest floor and show it in the reply's messages."""
+    async def regenerate(self, record: ReplyRecord, *, floor: int | None = None) -> None:
+        """Add a page to the latest floor and show it in the reply's messages. ``floor``:
+        the record shows that earlier member's reply of the latest group turn instead; when
+        the engine refuses or fails it, the error is raised and the message keeps (or gets
+        back) the page it showed."""
         place = record.place
         binding = await self.sessions.binding(place.key)
         if binding is None:
@@ -274,10 +277,13 @@ class Turns:
             try:
                 async with self._typing(place):
                     view = await self.service.regenerate(
-                        place.key, place.branch, on_text=stream.update
+                        place.key, place.branch, floor=floor, on_text=stream.update
                     )
             except EngineError as exc:
                 _log.warning("regenerate failed in %s: %s", place.key, exc)
+                if floor is not None:
+                    await self._restore(stream, record, floor)
+                    raise
                 await self._fail(stream, exc, place, record.speakers)
                 return
             new = ReplyRecord(
@@ -291,14 +297,15 @@ class Turns:
             )
             await self._deliver(stream, new, view)
 
-    async def swipe(self, record: ReplyRecord, step: int) -> None:
-        """Show the previous (-1) or next (+1) page of the latest floor."""
+    async def swipe(self, record: ReplyRecord, step: int, *, floor: int | None = None) -> None:
+        """Show the previous (-1) or next (+1) page of the latest floor (``floor``: of that
+        earlier member's reply of the latest group turn; a refusal is raised)."""
         place = record.place
         binding = await self.sessions.binding(place.key)
         if binding is None:
             return
         async with self.branch_lock(place.key, place.branch):
-            view = await self.service.swipe(place.key, place.branch, step)
+            view = await self.service.swipe(place.key, place.branch, step, floor=floor)
             stream = await self._stream_for(record, binding)
             new = ReplyRecord(
                 place,
@@ -310,6 +317,18 @@ class Turns:
                 character=view.character,
             )
             await self._deliver(stream, new, view)
+
+    async def _restore(self, stream: ReplyStream, record: ReplyRecord, floor: int) -> None:
+        """After a refused or failed regenerate of an earlier reply: show the page its floor
+        still has (the engine left it as it was) over anything streamed. A floor the engine
+        will not even swipe was never touched: its message stays as it is."""
+        try:
+            view = await self.service.swipe(record.place.key, record.place.branch, 0, floor=floor)
+        except EngineError as exc:
+            _log.info("floor %s of %s stays as shown: %s", floor, record.place.key, exc)
+            return
+        kept = replace(record, page=view.page, pages=view.pages, delivered=Delivered())
+        await self._deliver(stream, kept, view)
 
     # ------------------------------------------------------------------ delivery
     async def _stream_for(self, record: ReplyRecord, binding: Binding) -> ReplyStream:
@@ -410,7 +429,9 @@ class Turns:
 
     def _remember(self, record: ReplyRecord) -> None:
         place = record.place
-        self.latest[(place.key, place.branch)] = record
+        known = self.latest.get((place.key, place.branch))
+        if known is None or record.floor >= known.floor:  # an earlier reply changed: not latest
+            self.latest[(place.key, place.branch)] = record
         for message_id in record.delivered.message_ids:
             self.by_message[message_id] = record
         while len(self.by_message) > MAX_TRACKED_REPLIES:

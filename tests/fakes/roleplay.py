@@ -241,14 +241,24 @@ class FakeRoleplayService(FakeTurnEdits, FakeGroupCalls):
         self._refuse_closed(session)
         target = self._branch(key, branch)
         floors = self._lineage(session, target)
-        if not floors or (floor is not None and not 1 <= floor <= len(floors)):
+        if not floors:
             raise InvalidTransitionError("nothing to regenerate yet")
-        chosen = floors[-1 if floor is None else floor - 1]
+        chosen = self._earlier(floors, floor)
         text = await self._generate(session, chosen.lines, len(chosen.pages) + 1, on_text)
         chosen.pages.append(text)
         chosen.page_vars.append({})
         chosen.active = len(chosen.pages) - 1
         return self._view(session, target, floor)
+
+    @staticmethod
+    def _earlier(floors: list[FakeFloor], floor: int | None) -> FakeFloor:
+        """Floor ``floor`` (None: the latest), as the engine allows it: the latest, or an
+        earlier one that only replies without input (a group turn's) follow."""
+        if floor is None or floor == len(floors):
+            return floors[-1]
+        if not 1 <= floor < len(floors) or any(f.lines for f in floors[floor:]):
+            raise InvalidTransitionError(f"floor {floor} is not its branch's latest floor")
+        return floors[floor - 1]
 
     async def swipe(
         self, key: SessionKey, branch: str, step: int, *, floor: int | None = None
@@ -259,9 +269,9 @@ class FakeRoleplayService(FakeTurnEdits, FakeGroupCalls):
         session = self._session(key)
         target = self._branch(key, branch)
         floors = self._lineage(session, target)
-        if not floors or (floor is not None and not 1 <= floor <= len(floors)):
+        if not floors:
             raise InvalidTransitionError("nothing to swipe yet")
-        chosen = floors[-1 if floor is None else floor - 1]
+        chosen = self._earlier(floors, floor)
         chosen.active = max(0, min(len(chosen.pages) - 1, chosen.active + step))
         return self._view(session, target, floor)
 

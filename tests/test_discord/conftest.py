@@ -78,10 +78,15 @@ class PacedService(FakeRoleplayService):
             self._active[where] -= 1
 
     async def regenerate(
-        self, key: SessionKey, branch: str, *, on_text: OnText | None = None
+        self,
+        key: SessionKey,
+        branch: str,
+        *,
+        floor: int | None = None,
+        on_text: OnText | None = None,
     ) -> ReplyView:
         await asyncio.sleep(self.model_delay_s)
-        return await super().regenerate(key, branch, on_text=self._paced(on_text))
+        return await super().regenerate(key, branch, floor=floor, on_text=self._paced(on_text))
 
     async def greet(
         self, key: SessionKey, branch: str = MAIN_BRANCH, *, user_name: str = "User"

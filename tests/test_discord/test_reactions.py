@@ -32,9 +32,14 @@ class PageWritingService(PacedService):
         return view
 
     async def regenerate(
-        self, key: SessionKey, branch: str, *, on_text: OnText | None = None
+        self,
+        key: SessionKey,
+        branch: str,
+        *,
+        floor: int | None = None,
+        on_text: OnText | None = None,
     ) -> ReplyView:
-        view = await super().regenerate(key, branch, on_text=on_text)
+        view = await super().regenerate(key, branch, floor=floor, on_text=on_text)
         self._write_take(key, branch)
         return view
 

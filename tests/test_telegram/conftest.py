@@ -53,8 +53,10 @@ class StreamingService(FakeRoleplayService):
     ) -> Any:
         return await super().respond(key, branch, lines, on_text=self._paced(on_text), **kw)
 
-    async def regenerate(self, key: Any, branch: str, *, on_text: Any = None) -> Any:
-        return await super().regenerate(key, branch, on_text=self._paced(on_text))
+    async def regenerate(
+        self, key: Any, branch: str, *, floor: int | None = None, on_text: Any = None
+    ) -> Any:
+        return await super().regenerate(key, branch, floor=floor, on_text=self._paced(on_text))
 
 
 class Harness:
