@@ -99,29 +99,45 @@ async def test_group_replies_each_their_own_message_named_in_bold_with_a_keyboar
         ("Mira", "Then we wait for dawn.", 2),
     ]
 
-    # 🔄 on Bob's (an older floor): a short alert; nothing regenerates, the keyboard stays.
-    requests = len(llm.chat_requests)
-    query = await tg.press(chat, ann, bob.message_id, button(bob, "🔄"))
-    await tg.wait_until(
-        lambda: bool(tg.calls_of("answerCallbackQuery", callback_query_id=query)),
-        wait_s=WAIT_S,
-    )
-    (answer,) = tg.calls_of("answerCallbackQuery", callback_query_id=query)
-    assert (answer.params["text"], answer.params["show_alert"]) == (OLDER_REPLY, True)
-    # The chat's updates are handled in order: once /members is answered, the press is done.
-    await real.ask(chat, ann, "/members", "Characters:")
-    assert len(llm.chat_requests) == requests
-    assert counter(bob) == "1/1" and bob.text == "Bob\nAye, the tide turns."
-    assert counter(mira) == "2/2"
+    # 🔄 on Bob's, an earlier reply of the latest turn: only Bob's message changes, and his
+    # prompt is the story up to his reply (Mira's later one is not in it).
+    llm.script(FakeReply(text="Aye, the tide is turning."))
+    await tg.press(chat, ann, bob.message_id, button(bob, "🔄"))
+    await tg.wait_until(lambda: counter(bob) == "2/2", wait_s=WAIT_S)
+    assert bob.html == "<b>Bob</b>\nAye, the tide is turning."
+    assert (mira.html, counter(mira)) == ("<b>Mira</b>\nThen we wait for dawn.", "2/2")
+    assert "Then we wait" not in str(llm.chat_requests[-1].messages)
+    await tg.press(chat, ann, bob.message_id, button(bob, "◀️"))
+    await tg.wait_until(lambda: counter(bob) == "1/2", wait_s=WAIT_S)
+    assert bob.html == "<b>Bob</b>\nAye, the tide turns."
+    history = await real.svc.history(telegram_key(chat), MAIN_BRANCH)
+    assert [(v.character, v.text, v.page, v.pages) for v in history[-2:]] == [
+        ("Bob", "Aye, the tide turns.", 1, 2),
+        ("Mira", "Then we wait for dawn.", 2, 2),
+    ]
+    assert counter(mira) == "2/2" and mira.reply_markup is not None
+    # A 🔄 reaction on Bob's reply regenerates it the same way.
+    llm.script(FakeReply(text="Aye, at the third bell."))
+    await tg.react(chat, ann, bob.message_id, "🔄")
+    await tg.wait_until(lambda: counter(bob) == "3/3", wait_s=WAIT_S)
+    assert bob.html == "<b>Bob</b>\nAye, at the third bell."
+    assert (mira.html, counter(mira)) == ("<b>Mira</b>\nThen we wait for dawn.", "2/2")
+    await tg.press(chat, ann, bob.message_id, button(bob, "◀️"))
+    await tg.press(chat, ann, bob.message_id, button(bob, "◀️"))
+    await tg.wait_until(lambda: counter(bob) == "1/3", wait_s=WAIT_S)
 
-    # After a restart the adapter no longer knows the turn: a press under an older reply
-    # gets the alert and the keyboard goes.
+    # After a restart the adapter no longer knows the turn, and a new turn leaves Bob's reply
+    # older: a press under it gets the alert, nothing regenerates and the keyboard goes.
     await real.restart()
+    llm.script(FakeReply(text="Now we sail."))
+    (latest,) = await _turn(real, chat, ann, "Mira, and now?", 1)
+    requests = len(llm.chat_requests)
     query = await tg.press(chat, ann, bob.message_id, button(bob, "🔄"))
     await tg.wait_until(lambda: bob.reply_markup is None, wait_s=WAIT_S)
     (answer,) = tg.calls_of("answerCallbackQuery", callback_query_id=query)
-    assert answer.params["text"] == OLDER_REPLY
-    assert counter(mira) == "2/2" and len(llm.chat_requests) == requests
+    assert (answer.params["text"], answer.params["show_alert"]) == (OLDER_REPLY, True)
+    assert len(llm.chat_requests) == requests and bob.text == "Bob\nAye, the tide turns."
+    assert counter(latest) == "1/1"
 
 
 async def test_mute_strategies_speak_members_and_info(real: RealHarness) -> None:

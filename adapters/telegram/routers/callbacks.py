@@ -1,11 +1,12 @@
 """Inline buttons: ◀️ ▶️ swipe, 🔄 regenerates, the page counter, and branch switching.
 
 ▶️ on the last page regenerates, as in SillyTavern. The page counter of the pressed keyboard
-tells which page the message shows, so buttons keep working after a restart. Only the branch's
-latest reply swipes or regenerates (the engine's rule): a press under an older one answers with
-an alert; a keyboard left under an older reply (the adapter forgets where it put keyboards when
-it restarts) is removed when pressed, while the earlier replies of the latest group turn keep
-theirs.
+tells which page the message shows, so buttons keep working after a restart. The branch's
+latest reply swipes and regenerates, and so does an earlier member's reply of the latest group
+turn when the engine allows it (:mod:`adapters.telegram.earlier`), in its own message. A press
+under an older reply answers with an alert; a keyboard left under an older reply (the adapter
+forgets where it put keyboards when it restarts) is removed when pressed, while the earlier
+replies of the latest group turn keep theirs.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Final
 from aiogram import Bot, Router
 from aiogram.types import CallbackQuery, InaccessibleMessage, Message
 
+from adapters.telegram import earlier
 from adapters.telegram.app import Frontend
 from adapters.telegram.context import Where
 from adapters.telegram.convert import session_key
@@ -30,6 +32,7 @@ from adapters.telegram.keyboards import (
 )
 from adapters.telegram.sender import Place, drop_keyboard
 from engine.errors import EngineError
+from engine.turns.api import ReplyView
 
 OLDER_REPLY: Final = "Only the latest reply can be swiped or regenerated."
 """The alert a swipe or 🔄 button under an older reply answers with."""
@@ -76,6 +79,25 @@ def build(frontend: Frontend) -> Router:
             where.key, ref, heads.get(where.branch)
         )
 
+    async def on_earlier(
+        bot: Bot, where: Where, shown: ReplyView, message_id: int, data: SwipeData, at_last: bool
+    ) -> None:
+        """A press under an earlier member's reply the engine lets change: only it changes."""
+        service, config = frontend.service, frontend.config
+        try:
+            if data.action == REGEN or (data.action == NEXT and at_last):
+                await earlier.regenerate(service, config, bot, where, shown, message_id)
+            elif data.action in (PREV, NEXT):
+                step = -1 if data.action == PREV else 1
+                await earlier.swipe(service, config, bot, where, shown, step, message_id)
+        except EngineError as exc:
+            await bot.send_message(
+                where.place.chat_id,
+                f"⚠️ {exc}",
+                message_thread_id=where.place.thread_id,
+                parse_mode=None,
+            )
+
     @router.callback_query(SwipeData.filter())
     async def on_swipe(query: CallbackQuery, callback_data: SwipeData, bot: Bot) -> None:
         message = query.message
@@ -94,7 +116,13 @@ def build(frontend: Frontend) -> Router:
             shown = f"Page {counter[0]} of {counter[1]}." if counter else "One page."
             await query.answer(shown)
             return
+        at_last = counter is not None and counter[0] >= counter[1]
         if not await is_latest(where, message.message_id):
+            page = await earlier.earlier_reply(frontend.service, where, message.message_id)
+            if page is not None:  # an earlier reply of the latest group turn (issue 17)
+                await query.answer()
+                await on_earlier(bot, where, page, message.message_id, callback_data, at_last)
+                return
             # Only the branch's latest floor swipes and regenerates. An earlier reply of the
             # latest group turn keeps its keyboard (its page counter); one left under an
             # older reply (after a restart the adapter no longer knows where it was) goes.
@@ -105,7 +133,6 @@ def build(frontend: Frontend) -> Router:
             return
         await query.answer()
         try:
-            at_last = counter is not None and counter[0] >= counter[1]
             if callback_data.action == REGEN or (callback_data.action == NEXT and at_last):
                 await frontend.turns.regenerate(bot, where, shown_at=[message.message_id])
             elif callback_data.action in (PREV, NEXT):

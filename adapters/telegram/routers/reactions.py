@@ -1,5 +1,6 @@
 """Reactions: 🔄 or 👎 on the latest reply of a branch regenerates it (on the error of a failed
-latest floor, retries it).
+latest floor, retries it), and so on an earlier member's reply of the latest group turn when the
+engine allows it (:mod:`adapters.telegram.earlier`); on an older reply they do nothing.
 
 Telegram delivers ``message_reaction`` updates only to bots that ask for them (aiogram asks
 because this router handles them) and, in groups, only to admin bots.
@@ -10,6 +11,7 @@ from __future__ import annotations
 from aiogram import Bot, Router
 from aiogram.types import MessageReactionUpdated, ReactionTypeEmoji
 
+from adapters.telegram import earlier
 from adapters.telegram.app import Frontend
 from adapters.telegram.context import Where
 from adapters.telegram.convert import session_key, thread_of_branch
@@ -40,13 +42,20 @@ def build(frontend: Frontend) -> Router:
             return
         floors = {b.name: b.floors for b in info.branches}
         head = floors.get(ref.branch)
-        if head is None or not await frontend.turns.shows_latest(key, ref, head):
-            return  # only the latest reply of a branch (or its failed floor) is regenerated
         private = event.chat.type == "private"
         place = Place(
             chat_id=event.chat.id, thread_id=thread_of_branch(ref.branch), private=private
         )
         where = Where(key=key, branch=ref.branch, place=place, private=private, info=info)
+        if head is None or not await frontend.turns.shows_latest(key, ref, head):
+            # Otherwise only the latest reply of a branch (or its failed floor) regenerates.
+            service = frontend.service
+            shown = await earlier.earlier_reply(service, where, event.message_id)
+            if shown is not None:
+                await earlier.regenerate(
+                    service, frontend.config, bot, where, shown, event.message_id
+                )
+            return
         await frontend.turns.regenerate(bot, where, shown_at=[event.message_id])
 
     return router
