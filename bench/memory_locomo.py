@@ -105,8 +105,8 @@ MAX_SETTLE_TICKS = 50
 """Scheduler ticks after the last floor, at most, until no memory job is due."""
 SERVER_LIFETIME_S = 3600.0
 KEY = SessionKey(platform="console", realm="local", key="locomo")
-Path_ = Literal["tag", "fact"]
-PATHS: tuple[Path_, ...] = ("tag", "fact")
+PathName = Literal["tag", "fact"]
+PATHS: tuple[PathName, ...] = ("tag", "fact")
 CONTENDERS = ("tavernbot", "bm25", "recency", "oracle")
 TARGETS: Mapping[str, str] = {
     "stored": ">= 0.95",
@@ -384,7 +384,7 @@ class LocomoModel:
     """The fake server's responder: the narrator's scripted reply (with one ``<summary>`` per
     observation on the tag path) and the memory agent's answer (facts on the fact path)."""
 
-    path: Path_
+    path: PathName
     floor: Floor | None = None
     narrator_calls: int = 0
     agent_calls: int = 0
@@ -423,7 +423,7 @@ class LocomoModel:
 class PathResult:
     """What one path left: the active records, the stored share, each contender's blocks."""
 
-    path: Path_
+    path: PathName
     floors: int
     active: list[MemoryRecord]
     stored: float
@@ -439,7 +439,7 @@ async def run_path(
     conversation: Conversation,
     questions: Sequence[Question],
     *,
-    path: Path_,
+    path: PathName,
     budget: int,
     workdir: Path,
 ) -> PathResult:

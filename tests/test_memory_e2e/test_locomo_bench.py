@@ -14,6 +14,7 @@ import pytest
 from bench.memory_locomo import (
     MODEL,
     Conversation,
+    PathName,
     PathResult,
     bm25_order,
     evidence_share,
@@ -160,10 +161,12 @@ def tiny() -> Conversation:
     return load_conversation(LOCOMO, sessions=SLICE_SESSIONS)
 
 
-async def _run(tiny: Conversation, path: str, tmp_path: Path, budget: int = 500) -> PathResult:
+async def _run(
+    tiny: Conversation, path: PathName, tmp_path: Path, budget: int = 500
+) -> PathResult:
     questions = sample_questions(tiny, SLICE_QUESTIONS, SEED)
     assert len(questions) == SLICE_QUESTIONS
-    return await run_path(tiny, questions, path=path, budget=budget, workdir=tmp_path)  # type: ignore[arg-type]
+    return await run_path(tiny, questions, path=path, budget=budget, workdir=tmp_path)
 
 
 async def test_tag_path_on_a_slice(tiny: Conversation, tmp_path: Path) -> None:
