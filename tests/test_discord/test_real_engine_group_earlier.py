@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.fakes.discord import FakeDiscord
-from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.openai_server import FakeOpenAIServer, FakeReply
 from tests.test_discord.conftest import World
 from tests.test_discord.group_support import FINN, MIRA, said, start_group
 from tests.test_discord.real_engine import (
@@ -82,6 +82,16 @@ async def test_reactions_on_an_earlier_members_reply_change_that_reply_only(
         ("Finn", "Finn 1.", 1, 2),
         ("Mira", "Mira 1.", 1, 1),
     ]
+
+    # The model fails halfway through a new page: Finn's message shows his page 1 again.
+    model.script(FakeReply(text="Finn half way there.", chunk_chars=5, error_after_chunks=2))
+    asked = len(model.chat_requests)
+    await fake.react(finn, world.alice, "🔄")
+    await fake.wait_for(lambda: len(model.chat_requests) == asked + 1, what="the failed page")
+    await fake.wait_idle(quiet=0.3)
+    assert content(finn) == "Finn 1.\n-# ‹ 1/2 ›" and content(mira) == "Mira 1."
+    assert [h.pages for h in await engine.svc.history(key_of(world), "main")] == [2, 1]
+    assert await _var(fake, world, "mood") == "`mood` = calm"
 
     # A user's message came after: Finn's reply is history now, and 🔄 on it does nothing.
     model.script(reply_text("Mira 2."))

@@ -125,6 +125,17 @@ async def test_group_replies_each_their_own_message_named_in_bold_with_a_keyboar
     await tg.press(chat, ann, bob.message_id, button(bob, "◀️"))
     await tg.press(chat, ann, bob.message_id, button(bob, "◀️"))
     await tg.wait_until(lambda: counter(bob) == "1/3", wait_s=WAIT_S)
+    # The model fails halfway through Bob's new page: his message shows page 1 again, and the
+    # error comes in a message of its own.
+    llm.script(FakeReply(text="Aye, half a sentence.", chunk_chars=4, error_after_chunks=2))
+    await tg.press(chat, ann, bob.message_id, button(bob, "🔄"))
+
+    def warned() -> bool:
+        return any(m.text.startswith("⚠️") for m in tg.bot_messages(int(chat["id"])))
+
+    await tg.wait_until(warned, wait_s=WAIT_S)
+    assert (bob.html, counter(bob)) == ("<b>Bob</b>\nAye, the tide turns.", "1/3")
+    assert (mira.html, counter(mira)) == ("<b>Mira</b>\nThen we wait for dawn.", "2/2")
 
     # After a restart the adapter no longer knows the turn, and a new turn leaves Bob's reply
     # older: a press under it gets the alert, nothing regenerates and the keyboard goes.
