@@ -2,7 +2,8 @@
 
 Every reply ends with the swipe keyboard under its last message; the reply it replaces loses
 its keyboard. A group turn's replies (one per member who answers) each keep their own until the
-next turn; only the latest one swipes or regenerates, as the engine allows on the latest floor.
+next turn; the latest one swipes or regenerates here, an earlier one of the same turn through
+:mod:`adapters.telegram.earlier` (when the engine allows it).
 Each message of a reply (and the user's message) is linked to its floor and page through the
 service, so a later ``/branch`` reply or reaction finds the floor it points at.
 
