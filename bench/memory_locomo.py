@@ -371,12 +371,37 @@ class _Clock:
         return self.current
 
 
-async def ideal_summariser(request: CompactionRequest) -> str:
+@dataclass
+class IdealSummariser:
     """A perfect summariser: answers with exactly the source texts its request shows the
-    model (numbered lines of the memory slot's compaction prompt), one per line."""
-    shown = build_compaction_messages(request)[-1].content
-    lines = str(shown).splitlines()[1:]  # the first line names the span
-    return "\n".join(m[1] for line in lines if (m := _NUMBERED.match(line)))
+    model (numbered lines of the memory slot's compaction prompt), one per line. Keeps each
+    request and answer, to tell where compaction lost what (:meth:`losses`)."""
+
+    calls: list[tuple[CompactionRequest, str]] = field(default_factory=list)
+
+    async def __call__(self, request: CompactionRequest) -> str:
+        shown = build_compaction_messages(request)[-1].content
+        lines = str(shown).splitlines()[1:]  # the first line names the span
+        answer = "\n".join(m[1] for line in lines if (m := _NUMBERED.match(line)))
+        self.calls.append((request, answer))
+        return answer
+
+    def losses(self, observations: Sequence[str], cap: int) -> tuple[int, int]:
+        """How many ``observations`` a fold lost because its request showed the sources cut,
+        and how many because the summary was cut to ``cap`` characters."""
+        by_view = by_cap = 0
+        for request, answer in self.calls:
+            sources, said, kept = (
+                fold("\n".join(request.texts)),
+                fold(answer),
+                fold(answer[:cap]),
+            )
+            for text in map(fold, observations):
+                if text in sources and text not in said:
+                    by_view += 1
+                elif text in said and text not in kept:
+                    by_cap += 1
+        return by_view, by_cap
 
 
 @dataclass
@@ -427,6 +452,8 @@ class PathResult:
     floors: int
     active: list[MemoryRecord]
     stored: float
+    lost_to_view: int = 0
+    lost_to_cap: int = 0
     blocks: dict[str, list[str]] = field(default_factory=dict)
     scores: dict[str, list[float]] = field(default_factory=dict)
 
@@ -469,7 +496,8 @@ async def run_path(
             memory = build_memory_service(
                 storage, model=model_for(profile), model_name=MODEL, clock=clock
             )
-            memory.summariser = ideal_summariser
+            summariser = IdealSummariser()
+            memory.summariser = summariser
             memory.new_id = SequentialIds("mem")  # a rerun gives the same ids
             service = TavernService(
                 storage,
@@ -514,6 +542,10 @@ async def run_path(
                     floors=len(conversation.floors),
                     active=active,
                     stored=stored_share([o.text for o in conversation.observations], active),
+                )
+                result.lost_to_view, result.lost_to_cap = summariser.losses(
+                    [o.text for o in conversation.observations],
+                    settings.compaction.max_summary_chars,
                 )
                 tavern_blocks = []
                 for question in questions:
@@ -600,7 +632,9 @@ def report(results: Sequence[PathResult], questions: Sequence[Question], seed: i
     for r in results:
         distinct = len(set(r.blocks["tavernbot"]))
         lines.append(
-            f"{r.path}: {distinct} distinct tavernbot blocks over {len(questions)} questions"
+            f"{r.path}: {distinct} distinct tavernbot blocks over {len(questions)} questions; "
+            f"compaction lost {r.lost_to_view} observations to the cut sources a fold shows "
+            f"its summariser, {r.lost_to_cap} to the summary's length cap"
         )
     return "\n".join(lines)
 

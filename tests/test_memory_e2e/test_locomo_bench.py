@@ -14,6 +14,7 @@ import pytest
 from bench.memory_locomo import (
     MODEL,
     Conversation,
+    IdealSummariser,
     PathName,
     PathResult,
     bm25_order,
@@ -27,6 +28,7 @@ from bench.memory_locomo import (
     sample_questions,
     stored_share,
 )
+from engine.memory.compaction import CompactionRequest
 from engine.memory.injection import MAX_INJECTED_ITEMS, PREAMBLE, render_block
 from engine.memory.records import (
     MICRO_TIER,
@@ -123,6 +125,20 @@ def test_contender_orders() -> None:
     assert [r.id for r in oracle] == ["m3", "m2"]  # the record with both first; m1 left out
 
 
+async def test_ideal_summariser_says_what_it_is_shown_and_counts_the_losses() -> None:
+    head, tail = "First observation here.", "The tail observation."
+    long_source = f"{head}\n" + "filler words " * 60 + f"\n{tail}"  # over 600 characters
+    short = "A short source."
+    summariser = IdealSummariser()
+    answer = await summariser(
+        CompactionRequest(tier=2, texts=(long_source, short), coverage_start=1, coverage_end=4)
+    )
+    assert head in answer and short in answer and tail not in answer  # the source was cut
+    assert summariser.losses([head, tail, short], cap=10_000) == (1, 0)
+    # A cap that cuts the answer before its last line loses that line to the cap.
+    assert summariser.losses([head, tail, short], cap=len(answer) - len(short)) == (1, 1)
+
+
 def test_memory_block_is_read_from_the_prompt() -> None:
     block = f"{PREAMBLE}\n[Memory Facts]\n- a: b"
     messages = [
@@ -177,6 +193,7 @@ async def test_tag_path_on_a_slice(tiny: Conversation, tmp_path: Path) -> None:
     assert any((r.tier or 0) > MICRO_TIER for r in result.active)  # compaction ran
     # The ideal summariser keeps these short micros whole.
     assert result.stored == 1.0
+    assert (result.lost_to_view, result.lost_to_cap) == (0, 0)
     for block in result.blocks["tavernbot"]:
         assert block.startswith(PREAMBLE) and 0 < COUNT(block) <= 500
     assert result.scores["oracle"] == [1.0] * SLICE_QUESTIONS
