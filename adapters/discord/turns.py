@@ -71,6 +71,20 @@ class ReplyRecord:
     character: str = ""
     """Who speaks the reply (the webhook's name); empty: the session's character."""
 
+    @classmethod
+    def of(cls, place: Place, view: ReplyView, speakers: frozenset[str]) -> ReplyRecord:
+        """The record of ``view``, just committed in ``place`` (on the view's branch), before
+        any message shows it."""
+        return cls(
+            replace(place, branch=view.branch),
+            view.floor,
+            view.page,
+            view.pages,
+            speakers,
+            Delivered(),
+            character=view.character,
+        )
+
 
 class Turns:
     """Runs floors, regenerations and swipes for bound places (see the module docstring)."""
@@ -155,15 +169,7 @@ class Turns:
                 # A solo turn: its one reply is delivered here (a group's were as they came;
                 # a group turn nobody answered shows nothing until a member is called).
                 binding.character, binding.avatar_url = view.character, view.avatar_url
-                record = ReplyRecord(
-                    place,
-                    view.floor,
-                    view.page,
-                    view.pages,
-                    speakers,
-                    Delivered(),
-                    character=view.character,
-                )
+                record = ReplyRecord.of(place, view, speakers)
                 await self._deliver(await replies.stream(), record, view)
             self.held_s += asyncio.get_running_loop().time() - held_from
         self.floors_done += 1
@@ -179,15 +185,7 @@ class Turns:
             return await self._stream(place, name or binding.character, avatar, previous=None)
 
         async def deliver(stream: ReplyStream, view: ReplyView) -> None:
-            record = ReplyRecord(
-                replace(place, branch=view.branch),
-                view.floor,
-                view.page,
-                view.pages,
-                speakers,
-                Delivered(),
-                character=view.character,
-            )
+            record = ReplyRecord.of(place, view, speakers)
             await self._deliver(stream, record, view)
 
         return TurnReplies(open_stream=open_stream, deliver=deliver)
@@ -212,15 +210,7 @@ class Turns:
                 _log.warning("speak failed in %s: %s", place.key, exc)
                 await self._fail(stream, exc, place, speakers)
                 raise
-            record = ReplyRecord(
-                replace(place, branch=view.branch),
-                view.floor,
-                view.page,
-                view.pages,
-                speakers,
-                Delivered(),
-                character=view.character,
-            )
+            record = ReplyRecord.of(place, view, speakers)
             await self._deliver(stream, record, view)
         return view
 
@@ -244,15 +234,7 @@ class Turns:
                 return None
             binding.character, binding.avatar_url = view.character, view.avatar_url
             stream = await self._stream(place, view.character, view.avatar_url, previous=None)
-            record = ReplyRecord(
-                replace(place, branch=view.branch),
-                view.floor,
-                view.page,
-                view.pages,
-                frozenset({speaker_id}),
-                Delivered(),
-                character=view.character,
-            )
+            record = ReplyRecord.of(place, view, frozenset({speaker_id}))
             await self._deliver(stream, record, view)
         return view
 
@@ -286,15 +268,7 @@ class Turns:
                     raise
                 await self._fail(stream, exc, place, record.speakers)
                 return
-            new = ReplyRecord(
-                place,
-                view.floor,
-                view.page,
-                view.pages,
-                record.speakers,
-                Delivered(),
-                character=view.character,
-            )
+            new = ReplyRecord.of(place, view, record.speakers)
             await self._deliver(stream, new, view)
 
     async def swipe(self, record: ReplyRecord, step: int, *, floor: int | None = None) -> None:
@@ -307,15 +281,7 @@ class Turns:
         async with self.branch_lock(place.key, place.branch):
             view = await self.service.swipe(place.key, place.branch, step, floor=floor)
             stream = await self._stream_for(record, binding)
-            new = ReplyRecord(
-                place,
-                view.floor,
-                view.page,
-                view.pages,
-                record.speakers,
-                Delivered(),
-                character=view.character,
-            )
+            new = ReplyRecord.of(place, view, record.speakers)
             await self._deliver(stream, new, view)
 
     async def _restore(self, stream: ReplyStream, record: ReplyRecord, floor: int) -> None:
