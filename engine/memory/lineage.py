@@ -11,6 +11,12 @@ Scope rules: ``global`` records are visible in their whole realm, with no lineag
 global variables); ``chat`` and ``branch`` records must have been written on the viewer's
 lineage (``branch`` also needs its scope branch on the lineage); ``floor`` records are visible
 only on the floor they belong to.
+
+Compacted records stay findable (issue 18): a record folded into a summary is no longer part
+of the viewer's overview, but :func:`partition_visible` keeps it apart as ``compacted`` (in
+scope, compacted for this viewer, superseded by nothing but ``compacts``), so the memory search
+and relevance-led injection can still reach it. :func:`visible_records` is the overview's set
+(the ``live`` part) and never includes them.
 """
 
 from __future__ import annotations
@@ -110,18 +116,66 @@ def visible_records(
     relations: Iterable[MemoryRelation],
     view: Viewpoint,
 ) -> list[MemoryRecord]:
-    """The records a viewer can use: in scope, live, and not superseded by a visible record.
+    """The records a viewer can use for every purpose: in scope, live, and not superseded by
+    a visible record (the ``live`` part of :func:`partition_visible`; compacted records are
+    left out). The result keeps the input order.
+    """
+    return list(partition_visible(records, relations, view).live)
 
-    The result keeps the input order.
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VisibleRecords:
+    """What a viewer can use, split by what it may be used for (each part in input order).
+
+    ``live``: active for this viewer and superseded by nothing it sees; candidates for every
+    section of the memory block. ``compacted``: folded into a summary (``compacts``) and
+    nothing else: searchable and candidates for relevance-led selection, never for the overview
+    sections (micro/macro summaries), which the summary that compacted them already holds.
+    """
+
+    live: tuple[MemoryRecord, ...]
+    compacted: tuple[MemoryRecord, ...]
+
+    @property
+    def searchable(self) -> list[MemoryRecord]:
+        """Live and compacted records together (live first)."""
+        return [*self.live, *self.compacted]
+
+    @property
+    def compacted_ids(self) -> frozenset[str]:
+        """The ids of the compacted part, to tell a candidate's part by id."""
+        return frozenset(r.id for r in self.compacted)
+
+
+def partition_visible(
+    records: Iterable[MemoryRecord],
+    relations: Iterable[MemoryRelation],
+    view: Viewpoint,
+) -> VisibleRecords:
+    """The records in ``view``'s scope and lineage, split into ``live`` and ``compacted``.
+
+    A record is compacted for the viewer when it left ``active`` as ``compacted`` at a point
+    the viewer sees, or a ``compacts`` relation from a record the viewer sees points at it; an
+    ``updates`` or ``resolves`` relation, or a deprecation, still hides it entirely.
     """
     in_view = [record for record in records if in_scope(record, view)]
     seen_ids = {record.id for record in in_view}
-    superseded = {
-        relation.target_id
-        for relation in relations
-        if relation.kind in _SUPERSEDING and relation.source_id in seen_ids
-    }
-    return [r for r in in_view if live_for(r, view) and r.id not in superseded]
+    compacted_by: set[str] = set()
+    hidden: set[str] = set()
+    for relation in relations:
+        if relation.kind in _SUPERSEDING and relation.source_id in seen_ids:
+            bucket = compacted_by if relation.kind is RelationKind.COMPACTS else hidden
+            bucket.add(relation.target_id)
+    live: list[MemoryRecord] = []
+    compacted: list[MemoryRecord] = []
+    for record in in_view:
+        if record.id in hidden:
+            continue
+        if live_for(record, view):
+            (compacted if record.id in compacted_by else live).append(record)
+        elif record.lifecycle is Lifecycle.COMPACTED:
+            compacted.append(record)
+    return VisibleRecords(live=tuple(live), compacted=tuple(compacted))
 
 
 def superseded_ids(

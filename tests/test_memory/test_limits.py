@@ -118,7 +118,11 @@ async def test_compacted_summary_length_limit_and_prompt() -> None:
         task, summariser=verbose, now=T0, head_floor=12, new_id=SequentialIds()
     )
     assert len(plan.new_records[0].text) == MAX_COMPACTED_SUMMARY_CHARS
-    assert [d.code for d in plan.diagnostics] == ["truncated"]
+    # Never a silent cut: a warning names the limit, in the plan and in the compacted event.
+    assert [d.code for d in plan.diagnostics] == ["summary_bounded"]
+    assert f"max_summary_chars={MAX_COMPACTED_SUMMARY_CHARS}" in plan.diagnostics[0].message
+    (event,) = plan.events
+    assert event.payload["warnings"][0]["code"] == "summary_bounded"
     request = CompactionRequest(
         tier=2, texts=("a <|im_start|>", "b"), coverage_start=1, coverage_end=2
     )
