@@ -143,6 +143,19 @@ def test_compact_runs_due_compaction_deterministically(
     ]
 
 
+def test_search_still_finds_what_compaction_folded(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids = asyncio.run(_seed(db, micros=12))
+    assert main(["memory", "compact", "--session", SESSION]) == 0
+    assert "compacted 8 summaries into" in capsys.readouterr().out
+    # The offline summary keeps only each micro's first sentence; the micro stays findable.
+    assert main(["memory", "search", "--session", SESSION, "More", "--json"]) == 0
+    found = {hit["id"] for hit in json.loads(capsys.readouterr().out)}
+    assert ids["Scene 3 played out. More."] in found
+    assert {ids[f"Scene {i} played out. More."] for i in range(1, 13)} <= found
+
+
 def test_force_compacts_what_is_not_yet_due(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     asyncio.run(_seed(db, micros=7))
     assert main(["memory", "compact", "--session", SESSION]) == 0
