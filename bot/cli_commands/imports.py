@@ -38,7 +38,7 @@ from engine.formats.regex_scripts import load_regex_file
 from engine.formats.st_chat import parse_chat
 from engine.formats.st_group import parse_group
 from engine.formats.worldbook import WORLDBOOK_OBJECT, parse_worldbook
-from engine.timeline.service import check_name
+from engine.timeline.checks import check_name
 from engine.timeline.values import AssetKind
 from engine.turns.api import AssetKind as ImportKind
 

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from engine.ports import Storage
+from engine.timeline.checks import check_name
 from engine.timeline.errors import InvalidNameError, TimelineNotFoundError
-from engine.timeline.service import check_name
 from engine.timeline.values import (
     ASSET_KINDS,
     STORED_ASSET_KINDS,

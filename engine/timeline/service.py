@@ -23,46 +23,38 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from engine.errors import ConflictError, LimitExceededError
-from engine.ports import Event, EventSink, LatestFloor, Storage, UnitOfWork
+from engine.ports import Event, EventSink, Storage, UnitOfWork
+from engine.timeline.checks import check_name, check_writes
 from engine.timeline.earlier import check_earlier_floor
 from engine.timeline.errors import (
     BranchBusyError,
     DuplicateNameError,
-    InvalidNameError,
     PageTransitionError,
     StaleStateError,
     TimelineNotFoundError,
 )
 from engine.timeline.leases import LeaseKeeper
-from engine.timeline.lineage import build_lineage
+from engine.timeline.opening import next_floor, settle_new_floor
 from engine.timeline.states import check_floor_transition, check_page_transition
 from engine.timeline.values import (
     MAIN_BRANCH,
-    MAX_NAME_LENGTH,
     Branch,
     Floor,
     FloorState,
     NewMessage,
     Page,
     PageContext,
-    PlatformLink,
     Realm,
     Session,
     SessionSettings,
 )
 from engine.variables import store
 from engine.variables.values import (
-    MAX_KEY_LENGTH,
-    MAX_WRITES_PER_PAGE,
     Mutation,
-    UnknownScopeError,
-    check_scope,
 )
 
 MAX_PAGES_PER_FLOOR: Final = 100
 """Swipes kept per floor; regenerating beyond this is refused."""
-MAX_INPUTS_PER_FLOOR: Final = 200
-"""User messages one floor may collect."""
 INTERRUPTED: Final = "interrupted: the process stopped while this was generating"
 INTERRUPTED_DRAFT: Final = "interrupted: the process stopped before this floor was generated"
 
@@ -75,129 +67,6 @@ class OpenedSession:
     session: Session
     main: Branch
     created: bool
-
-
-def check_name(name: str, *, what: str) -> str:
-    """Refuse an empty or over-long name."""
-    if not name.strip():
-        raise InvalidNameError(f"{what} name must not be empty")
-    if len(name) > MAX_NAME_LENGTH:
-        raise LimitExceededError(
-            f"{what} name {name[:40]!r}... is {len(name)} characters long "
-            f"(at most {MAX_NAME_LENGTH})",
-            limit="MAX_NAME_LENGTH",
-            value=MAX_NAME_LENGTH,
-        )
-    return name
-
-
-def check_writes(writes: Sequence[Mutation], *, where: str) -> None:
-    """Refuse staged writes that break a limit or name an unknown scope."""
-    if len(writes) > MAX_WRITES_PER_PAGE:
-        raise LimitExceededError(
-            f"{where}: {len(writes)} variable writes (at most {MAX_WRITES_PER_PAGE})",
-            limit="MAX_WRITES_PER_PAGE",
-            value=MAX_WRITES_PER_PAGE,
-        )
-    for write in writes:
-        try:
-            check_scope(write.scope)
-        except UnknownScopeError as exc:
-            raise UnknownScopeError(f"{where}: {exc}") from None
-        if not write.key or len(write.key) > MAX_KEY_LENGTH:
-            raise LimitExceededError(
-                f"{where}: variable name {write.key[:40]!r} must be 1..{MAX_KEY_LENGTH} long",
-                limit="MAX_KEY_LENGTH",
-                value=MAX_KEY_LENGTH,
-            )
-
-
-def check_inputs(inputs: Sequence[NewMessage], *, where: str) -> None:
-    """Refuse more than :data:`MAX_INPUTS_PER_FLOOR` input messages on one floor."""
-    if len(inputs) > MAX_INPUTS_PER_FLOOR:
-        raise LimitExceededError(
-            f"{where}: {len(inputs)} input messages (at most {MAX_INPUTS_PER_FLOOR})",
-            limit="MAX_INPUTS_PER_FLOOR",
-            value=MAX_INPUTS_PER_FLOOR,
-        )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OpenedFloor:
-    """A floor opened straight into ``generating`` with its first page."""
-
-    floor: Floor
-    page: Page
-    floor_scope: Mapping[str, Any]
-
-
-async def _next_floor(
-    uow: UnitOfWork, branch: Branch, branches: Sequence[Branch], inputs: Sequence[NewMessage]
-) -> tuple[int, LatestFloor]:
-    """Inside ``uow``: the checks every new floor passes, with the branch locked. Returns the
-    new floor's number and what was found at the branch's head (``next_floor_writes`` set
-    when explicit floor-scope writes may wait for the new floor). BranchBusyError while
-    another floor or page of the branch is in progress."""
-    check_inputs(inputs, where=f"branch {branch.name!r}")
-    await uow.branches.lock(branch.id)
-    found = await uow.floors.latest_for_open(branch.id)
-    latest = found.floor
-    if latest is not None and latest.state != "committed":
-        raise BranchBusyError(
-            f"branch {branch.name!r}: floor {latest.seq} is still {latest.state}"
-        )
-    if latest is not None and found.pending:
-        raise BranchBusyError(f"branch {branch.name!r}: floor {latest.seq} is regenerating")
-    # A failed floor keeps its number: the new floor goes after the newest one of any state.
-    newest = await uow.floors.newest(branch.id)
-    base = build_lineage(branch, branches).base
-    seq = (base if newest is None else max(newest.seq, base)) + 1
-    if latest is None or latest.seq != seq - 1:
-        found = replace(found, next_floor_writes=True)  # positioned after a failed floor
-    return seq, found
-
-
-async def _settle_new_floor(
-    uow: UnitOfWork,
-    branch: Branch,
-    floor: Floor,
-    inputs: Sequence[NewMessage],
-    found: LatestFloor,
-) -> dict[str, Any]:
-    """Inside ``uow``: link a new floor's inputs to their platform messages and materialise
-    its floor scope (explicit writes made for it before it existed); returns that scope."""
-    await _link_inputs(uow, branch.session_id, floor, inputs)
-    scope: dict[str, Any] = {}
-    if found.next_floor_writes:  # rare: explicit floor-scope writes made before this floor
-        scope = await store.floor_scope(uow, floor, None)
-        if scope:
-            await uow.variables.replace("floor", floor.id, scope)
-    return scope
-
-
-async def open_generating(
-    uow: UnitOfWork,
-    branch: Branch,
-    branches: Sequence[Branch],
-    inputs: Sequence[NewMessage],
-    *,
-    owner: str | None = None,
-    speaker: str | None = None,
-    seed: int | None = None,
-) -> OpenedFloor:
-    """Inside ``uow``: a turn's new floor after the branch's head, already ``generating``
-    with ``inputs`` and a pending page 1; its floor scope (explicit writes made for it) is
-    materialised. ``branches``: every branch of the session, read in ``uow``.
-    BranchBusyError while another floor or page of the branch is in progress. The caller
-    emits ``floor.created`` once ``uow`` has committed. ``owner``: the process lease the
-    floor and page belong to; ``speaker`` and ``seed``: a group reply's member and its turn's
-    activation seed (see :class:`~engine.timeline.values.Floor`)."""
-    seq, found = await _next_floor(uow, branch, branches, inputs)
-    floor, page = await uow.floors.open_generating(
-        branch_id=branch.id, seq=seq, inputs=inputs, owner=owner, speaker=speaker, seed=seed
-    )
-    scope = await _settle_new_floor(uow, branch, floor, inputs, found)
-    return OpenedFloor(floor=floor, page=page, floor_scope=scope)
 
 
 class TimelineService:
@@ -348,12 +217,12 @@ class TimelineService:
         async with self._storage.unit_of_work() as uow:
             branch = await uow.branches.get(branch_id)
             branches = await uow.branches.list(branch.session_id)
-            seq, found = await _next_floor(uow, branch, branches, inputs)
+            seq, found = await next_floor(uow, branch, branches, inputs)
             floor = await uow.floors.add(
                 branch_id=branch.id, seq=seq, owner=self.owner, speaker=speaker
             )
             await uow.messages.add(floor_id=floor.id, page_id=None, messages=inputs)
-            await _settle_new_floor(uow, branch, floor, inputs, found)
+            await settle_new_floor(uow, branch, floor, inputs, found)
         self._emit("floor.created", branch_id=branch_id, floor=floor.seq)
         return floor
 
@@ -603,21 +472,3 @@ class TimelineService:
         for floor in failed:
             self._emit("floor.failed", floor_id=floor.id, floor=floor.seq, error=floor.error)
         return failed
-
-
-async def _link_inputs(
-    uow: UnitOfWork, session_id: int, floor: Floor, inputs: Sequence[NewMessage]
-) -> None:
-    """Map each input's platform message to its floor, so a reply or deletion finds it."""
-    for message in inputs:
-        if message.platform_ref is not None:
-            await uow.links.put(
-                PlatformLink(
-                    session_id=session_id,
-                    platform_ref=message.platform_ref,
-                    branch_id=floor.branch_id,
-                    floor_id=floor.id,
-                    page_id=None,
-                    role="user",
-                )
-            )

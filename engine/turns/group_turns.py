@@ -24,7 +24,8 @@ from engine.group.settings import group_of
 from engine.ports import EventSink, RandomSource, Storage
 from engine.prompt.regex_budget import RegexBudget
 from engine.timeline.errors import TimelineNotFoundError
-from engine.timeline.service import TimelineService, open_generating
+from engine.timeline.opening import open_generating
+from engine.timeline.service import TimelineService
 from engine.timeline.values import Branch, Floor, NewMessage, Page, PageContext
 from engine.turns.api import OnReply, OnSpeaker, OnText, ReplyView, SessionKey
 from engine.turns.context import TIMED_STATE_META, read_turn

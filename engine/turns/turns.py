@@ -14,9 +14,11 @@ from engine.memory.scoping import viewpoint_for
 from engine.ports import Clock, EventSink, RandomSource, Storage, UnitOfWork
 from engine.prompt.inputs import MemoryItem
 from engine.prompt.regex_budget import RegexBudget
+from engine.timeline.checks import check_inputs
 from engine.timeline.errors import TimelineNotFoundError
 from engine.timeline.history import HistoryService
-from engine.timeline.service import OpenedFloor, TimelineService, check_inputs, open_generating
+from engine.timeline.opening import OpenedFloor, open_generating
+from engine.timeline.service import TimelineService
 from engine.timeline.values import Branch, Floor, NewMessage, Page, PageContext, Session
 from engine.turns.api import OnReply, OnSpeaker, OnText, ReplyView, SessionKey, UserLine
 from engine.turns.branches import Branches

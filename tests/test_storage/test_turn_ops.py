@@ -10,7 +10,7 @@ from adapters.storage import SqlStorage
 from engine.errors import NotFoundError
 from engine.ports import LatestFloor
 from engine.timeline.errors import BranchBusyError, StaleStateError
-from engine.timeline.service import OpenedFloor, open_generating
+from engine.timeline.opening import OpenedFloor, open_generating
 from engine.timeline.values import NewMessage, PageContext
 from tests.test_storage.support import World, put
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import EngineError, InvalidTransitionError, LimitExceededError
+from engine.timeline.checks import MAX_INPUTS_PER_FLOOR
 from engine.timeline.errors import InvalidNameError, TimelineNotFoundError
-from engine.timeline.service import MAX_INPUTS_PER_FLOOR
 from engine.timeline.values import NewMessage
 from engine.variables.values import MAX_WRITES_PER_PAGE, Mutation, UnknownScopeError
 from tests.test_storage.support import World, put

@@ -6,9 +6,10 @@ import pytest
 
 from engine.errors import LimitExceededError
 from engine.timeline.assets import AssetService
+from engine.timeline.checks import MAX_INPUTS_PER_FLOOR
 from engine.timeline.errors import InvalidNameError, TimelineNotFoundError
 from engine.timeline.history import MAX_HISTORY
-from engine.timeline.service import INTERRUPTED, MAX_INPUTS_PER_FLOOR, MAX_PAGES_PER_FLOOR
+from engine.timeline.service import INTERRUPTED, MAX_PAGES_PER_FLOOR
 from engine.timeline.values import MAX_NAME_LENGTH, NewMessage, SessionSettings
 from engine.variables.values import MAX_KEY_LENGTH, MAX_WRITES_PER_PAGE, Mutation
 from tests.test_storage.support import World, put

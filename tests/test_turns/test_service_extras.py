@@ -8,7 +8,7 @@ import json
 import pytest
 
 from engine.errors import EngineError, FormatError, LimitExceededError
-from engine.timeline.service import MAX_INPUTS_PER_FLOOR
+from engine.timeline.checks import MAX_INPUTS_PER_FLOOR
 from engine.turns import context, transfer
 from engine.turns.api import MAIN_BRANCH, PlatformRef, UserLine
 from engine.turns.locks import BranchLocks
