@@ -36,8 +36,9 @@ records, packed in their own order into the same budget by the same renderer
 (:func:`engine.memory.injection.render_block`, the same item cap and line cut): plain BM25 of
 the question (:mod:`engine.memory.bm25`, ties newest first), recency (newest first) and an
 oracle that takes the records holding the most evidence first. "Stored" is the share of all
-gold observations present word for word in some active record (compacted records are not
-searched or injected, so that is what retrieval can reach).
+gold observations present word for word in some active record: what the overview holds
+(compacted records stay searchable, :func:`engine.memory.lineage.partition_visible`, but only
+active ones make the overview).
 
 Run from the repository root: ``python bench/memory_locomo.py [--questions N] [--seed S]
 [--budget T]``. Exits 0; the issue's targets are printed beside the numbers.
