@@ -178,7 +178,8 @@ class TurnCommands:
         front = self.front
         result = await front.service.dry_run(front.key, front.branch, TOKENS_PROBE)
         budget = dict(result["budget"])
-        self._info(tokens_text(budget), budget=budget)
+        # the second line under the first, as /info indents its lines
+        self._info(tokens_text(budget).replace("\n", "\n  "), budget=budget)
 
     # ------------------------------------------------------------------ edits
     async def edit(self, rest: str) -> None:

@@ -216,7 +216,7 @@ async def test_dryrun_tokens_and_stop(offline_engine: TavernService) -> None:
     assert "=== 5 messages, " in layout and " world entries\n" in layout
     tokens = (await _play(console, out, "/tokens")).splitlines()
     assert tokens[0].startswith("* prompt ") and "kept for the reply" in tokens[0]
-    assert tokens[1].startswith("history ")
+    assert tokens[1].startswith("  history ")
     assert await _play(console, out, "/stop") == f"* {NOTHING_GENERATING}\n"
     jsonl, jsonl_out = await _console(offline_engine, jsonl=True)
     row = json.loads(await _play(jsonl, jsonl_out, "/dryrun hi"))
