@@ -1,11 +1,13 @@
 """Turning validated agent ops (or extracted summary tags) into a :class:`MutationPlan`.
 
 Every written text goes through :func:`engine.memory.sanitize.neutralize`; flagged text is
-kept but marked ``untrusted`` with its confidence halved. A fact update writes a new record
-that ``updates`` the old one (the old one is deprecated), so forks made earlier keep the old
-value. After the ops, the same-key resolver leaves one active fact per key. Output that is not
-a JSON object degrades to a micro summary (from the narrator's tags, else the raw text) plus a
-``memory.agent_output_invalid`` event; it never raises.
+kept but marked ``untrusted`` with its confidence halved. It is then stored as retrievable
+units (:func:`engine.memory.units.unit_text`: one per line, long lines split at sentence ends),
+so injection can take a fact or an observation whole without cutting a record. A fact update
+writes a new record that ``updates`` the old one (the old one is deprecated), so forks made
+earlier keep the old value. After the ops, the same-key resolver leaves one active fact per
+key. Output that is not a JSON object degrades to a micro summary (from the narrator's tags,
+else the raw text) plus a ``memory.agent_output_invalid`` event; it never raises.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from engine.memory.records import (
     estimate_tokens,
 )
 from engine.memory.sanitize import neutralize
+from engine.memory.units import unit_text
 from engine.ports import Event
 
 FACT_IMPORTANCE = 0.5
@@ -89,6 +92,7 @@ class _Builder:
     ) -> MemoryRecord:
         view, now = self.turn.view, self.turn.now
         clean = neutralize(text)
+        stored = unit_text(clean.text)
         flags: tuple[str, ...] = ()
         if clean.flagged:
             flags = ("untrusted", *clean.reasons)
@@ -108,7 +112,7 @@ class _Builder:
             realm_id=view.realm_id,
             session_id=None if scope is MemoryScope.GLOBAL else view.session_id,
             origin_branch=None if scope is MemoryScope.GLOBAL else view.branch_id,
-            text=clean.text,
+            text=stored,
             key=key,
             tier=tier,
             importance=importance,
@@ -124,7 +128,7 @@ class _Builder:
             created_floor=view.floor_no,
             coverage_start=view.floor_no if kind is MemoryKind.SUMMARY else None,
             coverage_end=view.floor_no if kind is MemoryKind.SUMMARY else None,
-            token_estimate=estimate_tokens(clean.text),
+            token_estimate=estimate_tokens(stored),
             flags=flags,
         )
         self.records.append(record)
@@ -246,7 +250,7 @@ def _apply_ops(
     for op in ops.facts_update:
         old = op.record
         importance = old.importance if op.importance is None else op.importance
-        if op.value.strip() == old.text.strip() and importance == old.importance:
+        if unit_text(op.value) == unit_text(old.text) and importance == old.importance:
             builder.notes.append(
                 Diagnostic(
                     code="unchanged", where=old.id, message="update repeats the stored value"
@@ -285,7 +289,7 @@ def _apply_ops(
             )
             continue
         same = live_keys.get(bucket)
-        if same is not None and same.text.strip().lower() == add.value.strip().lower():
+        if same is not None and unit_text(same.text).lower() == unit_text(add.value).lower():
             builder.notes.append(
                 Diagnostic(
                     code="unchanged", where=add.key, message="fact already stored with this value"

@@ -124,10 +124,40 @@ def tokenize(text: str) -> list[str]:
             word = word[:-2]
         if word in _STOP_WORDS:
             continue
-        if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]
-        terms.append(word)
+        terms.append(stem(word))
     return terms
+
+
+MIN_STEM_CHARS = 3  # a suffix is removed only when at least this much of the word stays
+_SUFFIXES = ("ization", "izing", "ized", "izes", "ize", "ing", "ed", "ly")
+_VOWELS = frozenset("aeiouy")
+
+
+def stem(word: str) -> str:
+    """A light suffix folding for Latin-script words, so that ``paint``, ``painted`` and
+    ``painting`` (or ``hike``, ``hikes``, ``hiking``) index as one term.
+
+    Only consistency matters (the same rule runs on the records and the query): plurals,
+    ``-ies``, ``-ing``, ``-ed``, ``-ly``, ``-ize`` forms, a doubled final consonant left by
+    a suffix (``running``) and a final ``e`` are folded. Words of three letters or fewer and
+    words with non-ASCII letters stay as they are.
+    """
+    if len(word) <= MIN_STEM_CHARS or not word.isascii() or not word.isalpha():
+        return word
+    if word.endswith("ies") or word.endswith("ied"):
+        word = word[:-3] + "y"
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in _SUFFIXES:
+        base = word[: -len(suffix)]
+        if word.endswith(suffix) and len(base) >= MIN_STEM_CHARS and _VOWELS & set(base):
+            word = base
+            if len(word) > MIN_STEM_CHARS and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # running -> run, stopped -> stop
+            break
+    if len(word) > MIN_STEM_CHARS and word.endswith("e"):
+        word = word[:-1]
+    return word
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,41 +211,21 @@ def weighted_query(parts: Sequence[tuple[str, float]]) -> dict[str, float]:
     return query
 
 
-# Sigmoid normalisation of raw BM25 (midpoint, steepness) by the number of query terms, as in
-# the reference survey's hybrid scorer: longer queries need a higher raw score to count.
-SIGMOID_STEPS: tuple[tuple[int, float, float], ...] = (
-    (3, 5.0, 0.7),
-    (6, 7.0, 0.6),
-    (9, 9.0, 0.5),
-    (15, 10.0, 0.5),
-)
-SIGMOID_LONG_QUERY = (12.0, 0.5)
+def relative_scores(index: Bm25Index, query: Mapping[str, float]) -> dict[str, float]:
+    """BM25 of every indexed document divided by the best one's, so in [0, 1].
 
-
-def sigmoid_params(term_count: int) -> tuple[float, float]:
-    """The (midpoint, steepness) for a query of ``term_count`` distinct terms."""
-    for limit, midpoint, steepness in SIGMOID_STEPS:
-        if term_count <= limit:
-            return midpoint, steepness
-    return SIGMOID_LONG_QUERY
-
-
-def normalize_bm25(raw: float, term_count: int) -> float:
-    """Map a raw BM25 score into [0, 1) independently of the other documents."""
-    if raw <= 0:
-        return 0.0
-    midpoint, steepness = sigmoid_params(term_count)
-    return 1.0 / (1.0 + math.exp(-steepness * (raw - midpoint)))
-
-
-def relevance_scores(
-    documents: Mapping[str, str], query: Mapping[str, float], *, term_count: int | None = None
-) -> dict[str, float]:
-    """Normalised BM25 relevance of every document to ``query`` (0: no shared term).
-
-    ``term_count`` picks the sigmoid (default: the number of full-weight query terms).
+    Relevance is relative to the candidates: a raw BM25 score depends on the query's length
+    and the collection, so a fixed curve on it leaves every document of a small collection
+    near zero. Here the document that best matches scores 1, whatever its raw score; every
+    document scores 0 when none shares a term with ``query``.
     """
-    index = Bm25Index.build(documents)
-    if term_count is None:
-        term_count = sum(1 for weight in query.values() if weight >= 1.0) or len(query)
-    return {doc_id: normalize_bm25(index.score(doc_id, query), term_count) for doc_id in documents}
+    raw = {doc_id: index.score(doc_id, query) for doc_id in index.doc_terms}
+    best = max(raw.values(), default=0.0)
+    if best <= 0:
+        return dict.fromkeys(raw, 0.0)
+    return {doc_id: score / best for doc_id, score in raw.items()}
+
+
+def relevance_scores(documents: Mapping[str, str], query: Mapping[str, float]) -> dict[str, float]:
+    """:func:`relative_scores` of ``query`` over ``{doc_id: text}`` (0: no shared term)."""
+    return relative_scores(Bm25Index.build(documents), query)

@@ -1,33 +1,44 @@
 """Token-budgeted selection of memories for the prompt, and the memory block's text.
 
-Ranking: ``importance x decay x (1 + relevance_weight x relevance)``, where relevance is BM25
-of the record against the current message (weight 1) and the recent turns (a lower weight),
-mapped into [0, 1) by the reference's sigmoid, so relevance lifts a record up to
-``1 + relevance_weight`` times and an irrelevant record keeps its plain importance x decay.
-Only records the viewer can see (:func:`engine.memory.lineage.visible_records`) are
-candidates: deprecated, compacted and superseded records never are, and a fact key appears
-once (the narrowest scope, newest wins).
+What is ranked and packed are units (:mod:`engine.memory.units`): the lines of a record, each
+injected whole or not at all, so no memory is ever cut to fit.
 
-Modes: ``importance`` (pinned open loops, then best score per token), ``balanced`` (round
-robin over open loops, facts, summaries with per-kind caps), ``dual_summary`` (a token share
-and cap per section, then a second pass that fills what is left). Every addition is checked by
+Ranking is led by the query: ``relevance_weight x relevance + recent_turn_weight x recent +
+tie_break_weight x importance x decay``, where relevance is the unit's BM25 against the current
+message divided by the best candidate's (so the unit that best answers the message scores 1,
+however few words it shares), and recent is the same against the last chat lines, a lesser
+signal. Importance and decay only order units the text does not tell apart.
+
+Candidates are the records the viewer can see (:func:`engine.memory.lineage.partition_visible`):
+live records (deprecated and superseded ones never are; a fact key appears once, the narrowest
+scope, newest wins), and records compacted into a summary when they share a word with the
+message or the recent chat (the summary is the overview; they stay findable, in a section of
+their own). A unit whose text another, better ranked unit already holds is not injected twice.
+
+Modes: ``importance`` (pinned open loops, then relevant units before irrelevant ones, each by
+score per damped token cost, skipping what does not fit: see :func:`_by_value`),
+``balanced`` (round robin over open loops, facts, summaries with per-kind caps),
+``dual_summary`` (a token share and cap per section, then a second pass that fills what is
+left). Every addition is checked by
 counting the whole rendered block with the prompt's own tokenizer (``count``), so the budget
 is never exceeded.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
-from engine.memory.bm25 import relevance_scores, weighted_query
+from engine.memory.bm25 import Bm25Index, relative_scores, weighted_query
 from engine.memory.decay import DecayPolicy, decay_factor
 from engine.memory.errors import MemoryPolicyError
-from engine.memory.lineage import Viewpoint, visible_records
+from engine.memory.lineage import Viewpoint, partition_visible
 from engine.memory.records import MemoryKind, MemoryRecord, MemoryRelation, MemoryScope
 from engine.memory.sanitize import MAX_INJECTED_ITEM_CHARS, quote_for_injection
+from engine.memory.units import MemoryUnit, units_of
 
 TokenCounter = Callable[[str], int]
 
@@ -35,8 +46,10 @@ MEMORY_BUDGET_TOKENS = 500
 MAX_INJECTED_ITEMS = 24
 MIN_INJECTED_IMPORTANCE = 0.35
 CANDIDATE_POOL = 500
-RELEVANCE_WEIGHT = 9.0
-RECENT_TURN_WEIGHT = 0.4
+RELEVANCE_WEIGHT = 1.0  # the message's relevance, normalised within the candidates
+RECENT_TURN_WEIGHT = 0.1  # the recent chat's, normalised the same way: a lesser signal
+TIE_BREAK_WEIGHT = 0.001  # importance x decay: orders what the text does not tell apart
+PACK_TOKEN_EXPONENT = 0.75  # packing value = score / tokens ** this (see _by_value)
 PIN_OPEN_LOOP_IMPORTANCE = 0.6  # unresolved threads keep a role-play coherent
 MAX_PINNED_OPEN_LOOPS = 6
 LINE_JOIN_SLACK = 2  # tokens a line may lose when joined to the block (merges at the seam)
@@ -47,8 +60,10 @@ SECTION_HEADERS: Mapping[str, str] = {
     "open_loop": "[Open Loops]",
     "micro": "[Recent Micro Summaries]",
     "macro": "[Macro Summary]",
+    "recalled": "[Recalled From Earlier]",
 }
-SECTION_ORDER = ("fact", "open_loop", "micro", "macro")
+SECTION_ORDER = ("fact", "open_loop", "micro", "macro", "recalled")
+RECALLED = "recalled"  # the section of units from records compacted into a summary
 _SCOPE_RANK = {
     MemoryScope.FLOOR: 0,
     MemoryScope.BRANCH: 1,
@@ -90,6 +105,7 @@ class InjectionPolicy:
     candidate_pool: int = CANDIDATE_POOL
     relevance_weight: float = RELEVANCE_WEIGHT
     recent_turn_weight: float = RECENT_TURN_WEIGHT
+    tie_break_weight: float = TIE_BREAK_WEIGHT
     pin_open_loop_importance: float = PIN_OPEN_LOOP_IMPORTANCE
     max_pinned_open_loops: int = MAX_PINNED_OPEN_LOOPS
     max_item_chars: int = MAX_INJECTED_ITEM_CHARS
@@ -103,13 +119,31 @@ class InjectionPolicy:
             raise MemoryPolicyError("injection max_tokens/max_items/candidate_pool out of range")
         if sum(self.section_shares.values()) > 1.0 + 1e-9:
             raise MemoryPolicyError("injection section shares add up to more than 1")
-        if self.relevance_weight < 0 or self.recent_turn_weight < 0:
+        if min(self.relevance_weight, self.recent_turn_weight, self.tie_break_weight) < 0:
             raise MemoryPolicyError("injection relevance weights must not be negative")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ScoredUnit:
+    """A candidate unit with the parts of its score (relevance and recent in [0, 1])."""
+
+    unit: MemoryUnit
+    score: float
+    decay: float
+    relevance: float
+    recent: float
+    pinned: bool
+    recalled: bool = False  # from a record compacted into a summary
+
+    @property
+    def record(self) -> MemoryRecord:
+        """The record the unit belongs to."""
+        return self.unit.record
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ScoredRecord:
-    """A candidate with the parts of its score."""
+    """A candidate record with the parts of its best unit's score."""
 
     record: MemoryRecord
     score: float
@@ -120,13 +154,18 @@ class ScoredRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InjectionResult:
-    """The memory block, the ids it used (its sources), and its size in tokens."""
+    """The memory block, the ids it used (its sources), and its size in tokens.
+
+    ``warnings`` names any unit cut because it alone was longer than the item limit.
+    """
 
     text: str
     record_ids: tuple[str, ...]
     tokens: int
     candidates: int
     scores: Mapping[str, float] = field(default_factory=dict)
+    unit_ids: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 def section_of(record: MemoryRecord) -> str:
@@ -153,6 +192,105 @@ def _fact_precedence(record: MemoryRecord) -> tuple[int, int, str]:
     return (_SCOPE_RANK[record.scope], -record.created_floor, record.id)
 
 
+def _candidates(
+    records: Iterable[MemoryRecord],
+    relations: Iterable[MemoryRelation],
+    view: Viewpoint,
+    policy: InjectionPolicy,
+) -> tuple[list[MemoryRecord], frozenset[str]]:
+    """Live and compacted records worth ranking, and the ids of the compacted ones."""
+    visible = partition_visible(records, relations, view)
+
+    def usable(record: MemoryRecord) -> bool:
+        return record.importance >= policy.min_importance and bool(record.text.strip())
+
+    live = [r for r in _dedupe_fact_keys(visible.live) if usable(r)]
+    compacted = [r for r in visible.compacted if usable(r)]
+    return live + compacted, frozenset(r.id for r in compacted)
+
+
+def rank_units(
+    records: Iterable[MemoryRecord],
+    relations: Iterable[MemoryRelation],
+    *,
+    view: Viewpoint,
+    now: datetime,
+    message: str,
+    recent_turns: Sequence[str] = (),
+    policy: InjectionPolicy | None = None,
+) -> list[ScoredUnit]:
+    """Score every injectable unit for this viewer, best first (ties: newer, then id), at most
+    ``policy.candidate_pool`` of them.
+
+    Units of compacted records are candidates only when they share a word with the message
+    or the recent chat: the summary that compacted them is the overview.
+    """
+    policy = policy or InjectionPolicy()
+    ranked = _score_units(records, relations, view, now, message, recent_turns, policy)
+    return ranked[: policy.candidate_pool]
+
+
+def _score_units(
+    records: Iterable[MemoryRecord],
+    relations: Iterable[MemoryRelation],
+    view: Viewpoint,
+    now: datetime,
+    message: str,
+    recent_turns: Sequence[str],
+    policy: InjectionPolicy,
+) -> list[ScoredUnit]:
+    pool, compacted_ids = _candidates(records, relations, view, policy)
+    units = [unit for record in pool for unit in units_of(record)]
+    index = Bm25Index.build({u.id: u.display for u in units})
+    relevance = relative_scores(index, weighted_query([(message, 1.0)]))
+    recent = relative_scores(index, weighted_query([(turn, 1.0) for turn in recent_turns]))
+    decays = {
+        r.id: decay_factor(r, floor_no=view.floor_no, now=now, policy=policy.decay) for r in pool
+    }
+    scored: list[ScoredUnit] = []
+    for unit in units:
+        record = unit.record
+        rel, near = relevance[unit.id], recent[unit.id]
+        recalled = record.id in compacted_ids
+        if recalled and rel <= 0 and near <= 0:
+            continue
+        decay = decays[record.id]
+        score = (
+            policy.relevance_weight * rel
+            + policy.recent_turn_weight * near
+            + policy.tie_break_weight * record.importance * decay
+        )
+        pinned = (
+            not recalled
+            and record.kind is MemoryKind.OPEN_LOOP
+            and record.importance >= policy.pin_open_loop_importance
+        )
+        scored.append(
+            ScoredUnit(
+                unit=unit,
+                score=score,
+                decay=decay,
+                relevance=rel,
+                recent=near,
+                pinned=pinned,
+                recalled=recalled,
+            )
+        )
+    scored.sort(key=_unit_order)
+    # Only the best few loops stay pinned, so a pile of open threads cannot eat the budget.
+    for position in range(policy.max_pinned_open_loops, len(scored)):
+        if not scored[position].pinned:
+            break
+        scored[position] = replace(scored[position], pinned=False)
+    scored.sort(key=_unit_order)
+    return scored
+
+
+def _unit_order(item: ScoredUnit) -> tuple[bool, float, int, str, int]:
+    unit = item.unit
+    return (not item.pinned, -item.score, -unit.floor_end, unit.record.id, unit.index)
+
+
 def rank_memories(
     records: Iterable[MemoryRecord],
     relations: Iterable[MemoryRelation],
@@ -163,94 +301,109 @@ def rank_memories(
     recent_turns: Sequence[str] = (),
     policy: InjectionPolicy | None = None,
 ) -> list[ScoredRecord]:
-    """Score every injectable record for this viewer, best first (ties: newer, then id)."""
+    """Records by their best unit (:func:`rank_units`), best first."""
     policy = policy or InjectionPolicy()
-    pool = [
-        r
-        for r in _dedupe_fact_keys(visible_records(records, relations, view))
-        if r.importance >= policy.min_importance and r.text.strip()
-    ]
-    query = weighted_query(
-        [(message, 1.0)] + [(turn, policy.recent_turn_weight) for turn in recent_turns]
-    )
-    relevance = relevance_scores({r.id: r.display for r in pool}, query)
-    scored: list[ScoredRecord] = []
-    for record in pool:
-        decay = decay_factor(record, floor_no=view.floor_no, now=now, policy=policy.decay)
-        rel = relevance[record.id]
-        score = record.importance * decay * (1.0 + policy.relevance_weight * rel)
-        pinned = (
-            record.kind is MemoryKind.OPEN_LOOP
-            and record.importance >= policy.pin_open_loop_importance
-        )
-        scored.append(
-            ScoredRecord(record=record, score=score, decay=decay, relevance=rel, pinned=pinned)
-        )
-    scored.sort(key=lambda s: (not s.pinned, -s.score, -s.record.created_floor, s.record.id))
-    # Only the best few loops stay pinned, so a pile of open threads cannot eat the budget.
-    for index in range(policy.max_pinned_open_loops, len(scored)):
-        if not scored[index].pinned:
-            break
-        scored[index] = replace(scored[index], pinned=False)
-    scored.sort(key=lambda s: (not s.pinned, -s.score, -s.record.created_floor, s.record.id))
-    return scored[: policy.candidate_pool]
+    best: dict[str, ScoredRecord] = {}
+    for item in _score_units(records, relations, view, now, message, recent_turns, policy):
+        if item.record.id not in best:
+            best[item.record.id] = ScoredRecord(
+                record=item.record,
+                score=item.score,
+                decay=item.decay,
+                relevance=item.relevance,
+                pinned=item.pinned,
+            )
+    return list(best.values())[: policy.candidate_pool]
 
 
-def render_block(records: Sequence[MemoryRecord], *, max_item_chars: int) -> str:
-    """The memory block: a preamble, then sections of one-line, quoted items."""
-    if not records:
+Placed = tuple[str, MemoryUnit]
+"""A unit and the section of the block it goes to."""
+
+
+def _placed(item: ScoredUnit) -> Placed:
+    return (RECALLED if item.recalled else section_of(item.record), item.unit)
+
+
+def _line(unit: MemoryUnit, max_item_chars: int) -> str:
+    return f"- {quote_for_injection(unit.display, max_chars=max_item_chars)}"
+
+
+def _render(items: Sequence[Placed], max_item_chars: int) -> str:
+    if not items:
         return ""
-    sections: dict[str, list[MemoryRecord]] = {name: [] for name in SECTION_ORDER}
-    for record in records:
-        sections[section_of(record)].append(record)
+    sections: dict[str, list[MemoryUnit]] = {name: [] for name in SECTION_ORDER}
+    for name, unit in items:
+        sections[name].append(unit)
     lines = [PREAMBLE]
     for name in SECTION_ORDER:
-        items = sections[name]
-        if not items:
+        units = sections[name]
+        if not units:
             continue
-        if name in ("micro", "macro"):  # story order reads better than score order
-            items = sorted(items, key=lambda r: (r.coverage_start or r.created_floor, r.id))
+        if name in ("micro", "macro", RECALLED):  # story order reads better than score order
+            units = sorted(units, key=lambda u: (u.floor_start, u.record.id, u.index))
         lines.append(SECTION_HEADERS[name])
-        lines.extend(
-            f"- {quote_for_injection(r.display, max_chars=max_item_chars)}" for r in items
-        )
+        lines.extend(_line(unit, max_item_chars) for unit in units)
     return "\n".join(lines)
 
 
+def render_block(records: Sequence[MemoryRecord], *, max_item_chars: int) -> str:
+    """The memory block of whole records: a preamble, then sections of one-line, quoted
+    units (a unit longer than ``max_item_chars`` alone is cut)."""
+    return _render(
+        [(section_of(r), unit) for r in records for unit in units_of(r)], max_item_chars
+    )
+
+
+def _too_long(items: Sequence[Placed], max_item_chars: int) -> tuple[str, ...]:
+    """A warning for each unit cut because it alone is longer than the item limit."""
+    return tuple(
+        f"memory unit {unit.id} (floor {unit.floor_start}) is {len(unit.display)} characters,"
+        f" over the {max_item_chars}-character item limit: cut"
+        for _, unit in items
+        if len(quote_for_injection(unit.display, max_chars=sys.maxsize)) > max_item_chars
+    )
+
+
+def _same_text(unit: MemoryUnit) -> str:
+    return " ".join(unit.display.split()).casefold()
+
+
 class _Packer:
-    """Adds records one at a time while the whole rendered block stays within budget."""
+    """Adds units one at a time while the whole rendered block stays within budget; a unit
+    whose text is already in the block is not added again."""
 
     def __init__(self, policy: InjectionPolicy, count: TokenCounter) -> None:
         self.policy = policy
         self.count = count
-        self.chosen: list[MemoryRecord] = []
+        self.chosen: list[Placed] = []
+        self.texts: set[str] = set()
         self.tokens = 0
 
-    def try_add(
-        self, record: MemoryRecord, *, section_budget: tuple[str, int] | None = None
-    ) -> bool:
-        if len(self.chosen) >= self.policy.max_items:
+    def try_add(self, item: ScoredUnit, *, section_budget: tuple[str, int] | None = None) -> bool:
+        if len(self.chosen) >= self.policy.max_items or _same_text(item.unit) in self.texts:
             return False
         # Cheap pre-check: a line never costs much less than it costs on its own, so a line
         # that cannot fit even then is refused without rendering the whole block again.
-        line = f"- {quote_for_injection(record.display, max_chars=self.policy.max_item_chars)}"
+        line = _line(item.unit, self.policy.max_item_chars)
         if (
             self.chosen
             and self.tokens + self.count(line) - LINE_JOIN_SLACK > self.policy.max_tokens
         ):
             return False
-        trial = [*self.chosen, record]
-        tokens = self.count(render_block(trial, max_item_chars=self.policy.max_item_chars))
+        placed = _placed(item)
+        trial = [*self.chosen, placed]
+        tokens = self.count(_render(trial, self.policy.max_item_chars))
         if tokens > self.policy.max_tokens:
             return False
         if section_budget is not None:
             name, budget = section_budget
-            members = [r for r in trial if section_of(r) == name]
-            section_text = render_block(members, max_item_chars=self.policy.max_item_chars)
+            members = [p for p in trial if p[0] == name]
+            section_text = _render(members, self.policy.max_item_chars)
             own = section_text.split("\n", 1)[1] if "\n" in section_text else section_text
             if self.count(own) > budget:
                 return False
-        self.chosen.append(record)
+        self.chosen.append(placed)
+        self.texts.add(_same_text(item.unit))
         self.tokens = tokens
         return True
 
@@ -268,7 +421,7 @@ def select_memories(
 ) -> InjectionResult:
     """Choose and render the memory block for one turn within ``policy.max_tokens``."""
     policy = policy or InjectionPolicy()
-    ranked = rank_memories(
+    ranked = rank_units(
         records,
         relations,
         view=view,
@@ -280,51 +433,54 @@ def select_memories(
     packer = _Packer(policy, count)
     if policy.max_tokens > 0 and policy.max_items > 0:
         if policy.mode is InjectionMode.IMPORTANCE:
-            for item in _by_value_per_token(ranked, policy, count):
-                packer.try_add(item.record)
+            for item in _by_value(ranked, policy, count):
+                packer.try_add(item)
         elif policy.mode is InjectionMode.BALANCED:
             _fill_balanced(packer, ranked, policy)
         else:
             _fill_dual(packer, ranked, policy)
-    text = render_block(packer.chosen, max_item_chars=policy.max_item_chars)
+    text = _render(packer.chosen, policy.max_item_chars)
+    scores: dict[str, float] = {}
+    for item in ranked:
+        scores.setdefault(item.record.id, item.score)
     return InjectionResult(
         text=text,
-        record_ids=tuple(r.id for r in packer.chosen),
+        record_ids=tuple(dict.fromkeys(unit.record.id for _, unit in packer.chosen)),
         tokens=count(text) if text else 0,
         candidates=len(ranked),
-        scores={s.record.id: s.score for s in ranked},
+        scores=scores,
+        unit_ids=tuple(unit.id for _, unit in packer.chosen),
+        warnings=_too_long(packer.chosen, policy.max_item_chars),
     )
 
 
-def _by_value_per_token(
-    ranked: Sequence[ScoredRecord], policy: InjectionPolicy, count: TokenCounter
-) -> list[ScoredRecord]:
-    """Pinned loops first, then score per token: the greedy answer to the knapsack, so one
-    bulky summary does not crowd out several facts that together are worth more."""
+def _by_value(
+    ranked: Sequence[ScoredUnit], policy: InjectionPolicy, count: TokenCounter
+) -> list[ScoredUnit]:
+    """The packing order of the importance mode: pinned loops, then units that share a word
+    with the message or the recent chat, then the rest; within each, by score per token
+    raised to ``PACK_TOKEN_EXPONENT``.
 
-    def density(item: ScoredRecord) -> float:
-        line = f"- {quote_for_injection(item.record.display, max_chars=policy.max_item_chars)}"
-        return item.score / max(1, count(line))
+    Plain score per token let short irrelevant units crowd out the one that answers; plain
+    score let a long summary line that mentions many of a question's words take the room of
+    several facts that each answer part of it. The damped cost keeps both in check, and an
+    irrelevant unit never goes before a relevant one, however short.
+    """
 
-    # Equal densities keep the ranking's order (score, then newer, then id): with random ids
-    # a bare id tie-break would pick a different one of two equal items on every run.
+    def value(item: ScoredUnit) -> float:
+        tokens = max(1, count(_line(item.unit, policy.max_item_chars)))
+        cost: float = float(tokens) ** PACK_TOKEN_EXPONENT
+        return item.score / cost
+
     return sorted(
         ranked,
-        key=lambda item: (
-            not item.pinned,
-            -density(item),
-            -item.score,
-            -item.record.created_floor,
-            item.record.id,
-        ),
+        key=lambda item: (not item.pinned, item.relevance + item.recent <= 0, -value(item)),
     )
 
 
-def _fill_balanced(
-    packer: _Packer, ranked: Sequence[ScoredRecord], policy: InjectionPolicy
-) -> None:
+def _fill_balanced(packer: _Packer, ranked: Sequence[ScoredUnit], policy: InjectionPolicy) -> None:
     order = ("open_loop", "fact", "summary")
-    buckets = {name: [s.record for s in ranked if s.record.kind.value == name] for name in order}
+    buckets = {name: [s for s in ranked if s.record.kind.value == name] for name in order}
     taken = dict.fromkeys(order, 0)
     positions = dict.fromkeys(order, 0)
     progress = True
@@ -335,29 +491,25 @@ def _fill_balanced(
             while positions[name] < len(bucket) and taken[name] < policy.balanced_caps.get(
                 name, 0
             ):
-                record = bucket[positions[name]]
+                item = bucket[positions[name]]
                 positions[name] += 1
                 progress = True
-                if packer.try_add(record):
+                if packer.try_add(item):
                     taken[name] += 1
                     break
 
 
-def _fill_dual(packer: _Packer, ranked: Sequence[ScoredRecord], policy: InjectionPolicy) -> None:
-    sections = {
-        name: [s.record for s in ranked if section_of(s.record) == name] for name in SECTION_ORDER
-    }
+def _fill_dual(packer: _Packer, ranked: Sequence[ScoredUnit], policy: InjectionPolicy) -> None:
+    sections = {name: [s for s in ranked if _placed(s)[0] == name] for name in SECTION_ORDER}
     for name in SECTION_ORDER:
         budget = int(policy.max_tokens * policy.section_shares.get(name, 0.0))
         cap = policy.section_caps.get(name, 0)
         added = 0
-        for record in sections[name]:
+        for item in sections[name]:
             if added >= cap:
                 break
-            if packer.try_add(record, section_budget=(name, budget)):
+            if packer.try_add(item, section_budget=(name, budget)):
                 added += 1
-    chosen = {r.id for r in packer.chosen}
     for name in SECTION_ORDER:  # second pass: spend what the shares left over
-        for record in sections[name]:
-            if record.id not in chosen:
-                packer.try_add(record)
+        for item in sections[name]:
+            packer.try_add(item)

@@ -18,7 +18,10 @@ import re
 from dataclasses import dataclass
 
 FILTERED = "[filtered]"
-MAX_INJECTED_ITEM_CHARS = 600  # one memory line in the prompt never exceeds this
+# One memory line in the prompt never exceeds this. Records are injected as whole units
+# (engine.memory.units), so only a single unit longer than this by itself is ever cut, and
+# the injection result carries a warning naming it.
+MAX_INJECTED_ITEM_CHARS = 600
 
 # Zero-width, bidi-control and other invisible format characters used to hide payloads.
 _INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\u00ad]")
@@ -47,7 +50,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "fake_header",
         re.compile(
             r"(?i)\[\s*(?:memory(?:\s+facts)?|open\s+loops|recent\s+micro\s+summaries"
-            r"|macro\s+summary)\s*\]"
+            r"|macro\s+summary|recalled\s+from\s+earlier)\s*\]"
         ),
     ),
     # The memory tags themselves (opening or closing), so stored text cannot break out of a tag.

@@ -29,7 +29,7 @@ from tests.conftest import ROOT
 from tests.fakes.memory_repo import InMemoryMemoryRepository
 from tests.test_memory.helpers import T0, count_tokens, view
 
-SUPERSEDING = (RelationKind.UPDATES, RelationKind.COMPACTS, RelationKind.RESOLVES)
+STALE = (RelationKind.UPDATES, RelationKind.RESOLVES)
 DATA = ROOT / "tests" / "data" / "memory" / "roleplay_300.json"
 BUDGET = 500
 FLOOR_TIME = timedelta(minutes=20)
@@ -117,11 +117,13 @@ async def replay(last_floor: int = 300) -> Replay:
             policy=POLICY,
         )
         assert injected.tokens <= BUDGET
-        superseded = {r.target_id for r in repo.relations if r.kind in SUPERSEDING}
+        # A record compacted into a summary may be recalled (its own section); one deprecated,
+        # updated or resolved never is.
+        superseded = {r.target_id for r in repo.relations if r.kind in STALE}
         result.stale_injections += [
             (n, i)
             for i in injected.record_ids
-            if repo.records[i].lifecycle is not Lifecycle.ACTIVE or i in superseded
+            if repo.records[i].lifecycle is Lifecycle.DEPRECATED or i in superseded
         ]
         await repo.mark_used(injected.record_ids, floor_no=n, at=now)
         result.injections[n] = injected

@@ -52,7 +52,9 @@ SETTINGS = MemorySettings(
 )
 """The memory service's settings: the 500-token budget, the ``importance`` injection mode
 (the default ``balanced`` mode caps facts at 10, fewer than the probe asks about)."""
-SUPERSEDING = (RelationKind.UPDATES, RelationKind.COMPACTS, RelationKind.RESOLVES)
+# Stale: deprecated, updated or resolved. A record compacted into a summary may still be
+# recalled when relevant (issue 18), in a section of its own.
+SUPERSEDING = (RelationKind.UPDATES, RelationKind.RESOLVES)
 MARKERS = (
     "<|im_start|>",
     "[INST]",
@@ -97,7 +99,7 @@ async def _ended_ids(table: Table) -> set[str]:
     ended = await table.memory.repo.query_records(
         MemoryQuery(
             realm_id=table.realm_id,
-            lifecycles=frozenset({Lifecycle.COMPACTED, Lifecycle.DEPRECATED}),
+            lifecycles=frozenset({Lifecycle.DEPRECATED}),
         )
     )
     return {r.id for r in ended}

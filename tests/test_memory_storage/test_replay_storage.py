@@ -41,7 +41,9 @@ FLOOR_TIME = timedelta(minutes=20)
 SETTINGS = MemorySettings(
     injection=InjectionPolicy(mode=InjectionMode.IMPORTANCE, max_tokens=500, max_items=32)
 )
-SUPERSEDING = (RelationKind.UPDATES, RelationKind.COMPACTS, RelationKind.RESOLVES)
+# Stale: deprecated, updated or resolved. A record compacted into a summary may still be
+# recalled when relevant (issue 18), in a section of its own.
+SUPERSEDING = (RelationKind.UPDATES, RelationKind.RESOLVES)
 _FACT_LINE = re.compile(r"^(F\d+) \[[^\]]*\] (.+?): ")
 _LOOP_LINE = re.compile(r"^(L\d+) \[[^\]]*\] (.*)$")
 
@@ -109,7 +111,7 @@ async def play(repo: MemoryRepository, last_floor: int) -> Played:
         used = await repo.get_records(injected.record_ids)
         relations = await repo.relations_for(injected.record_ids)
         superseded = {r.target_id for r in relations if r.kind in SUPERSEDING}
-        stale += [(n, r.id) for r in used if r.lifecycle is not Lifecycle.ACTIVE]
+        stale += [(n, r.id) for r in used if r.lifecycle is Lifecycle.DEPRECATED]
         stale += [(n, i) for i in injected.record_ids if i in superseded]
         extracted = extract_memory_tags(floor["assistant"], role="assistant")
         model.script = floor["agent"]
