@@ -13,6 +13,8 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -109,8 +111,18 @@ _STOP_WORDS = frozenset(
 )
 
 
+TERM_CACHE_SIZE: Final = 16_384
+"""Texts whose index terms are kept between calls: a retrieval re-indexes every candidate unit
+each turn, and the same units come back turn after turn, so their terms are computed once."""
+
+
 def tokenize(text: str) -> list[str]:
     """Index terms for ``text``: folded words and CJK character bigrams."""
+    return list(_terms(text))
+
+
+@lru_cache(maxsize=TERM_CACHE_SIZE)
+def _terms(text: str) -> tuple[str, ...]:
     terms: list[str] = []
     for match in _TOKEN.finditer(text.lower()):
         word = match.group(0)
@@ -125,7 +137,7 @@ def tokenize(text: str) -> list[str]:
         if word in _STOP_WORDS:
             continue
         terms.append(stem(word))
-    return terms
+    return tuple(terms)
 
 
 MIN_STEM_CHARS = 3  # a suffix is removed only when at least this much of the word stays
