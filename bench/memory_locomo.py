@@ -49,12 +49,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import random
 import re
 import statistics
 import sys
 import tempfile
-import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -66,18 +64,32 @@ sys.path.insert(0, str(ROOT))
 
 from adapters.llm import ChatModelPool  # noqa: E402
 from adapters.storage import open_storage  # noqa: E402
+from bench.locomo_data import (  # noqa: E402
+    Conversation,
+    Floor,
+    Question,
+    load_conversation,
+    sample_questions,
+)
+from bench.locomo_scoring import (  # noqa: E402
+    bm25_order,
+    evidence_share,
+    fold,
+    memory_block,
+    oracle_order,
+    pack,
+    recency_order,
+    stored_share,
+)
 from bot.scheduler import MemoryScheduler, build_memory_service, timeline_floors  # noqa: E402
 from engine.memory.agent_context import AGENT_SYSTEM_PROMPT  # noqa: E402
-from engine.memory.bm25 import Bm25Index, weighted_query  # noqa: E402
 from engine.memory.compaction import (  # noqa: E402
     CompactionRequest,
     build_compaction_messages,
 )
 from engine.memory.injection import (  # noqa: E402
     MEMORY_BUDGET_TOKENS,
-    PREAMBLE,
     TokenCounter,
-    render_block,
 )
 from engine.memory.ports import MemoryQuery  # noqa: E402
 from engine.memory.records import MemoryKind, MemoryRecord, SequentialIds  # noqa: E402
@@ -89,9 +101,6 @@ from engine.turns.profiles import LLMProfile, NoSecretCipher  # noqa: E402
 from engine.turns.service import TavernService  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer, FakeReply, FakeResponse  # noqa: E402
 
-LOCOMO_ZIP = ROOT.parent / "shared" / "locomo" / "locomo10.zip"
-CONVERSATION_FILE = "data/multimodal_dialog/locomo10_v2/26.json"
-"""``conv-26`` inside the archive."""
 DEFAULT_QUESTIONS = 40
 DEFAULT_SEED = 18
 MODEL = "gpt-4o-mini"
@@ -100,8 +109,6 @@ FLOOR_TIME = timedelta(minutes=20)
 """Story time the clock moves before each floor (as in the 300-floor replay test)."""
 START = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 """The clock at floor 0: conv-26's first session."""
-NO_REPLY = "…"
-"""The character's reply to a user line she does not answer before the session ends."""
 MAX_SETTLE_TICKS = 50
 """Scheduler ticks after the last floor, at most, until no memory job is due."""
 SERVER_LIFETIME_S = 3600.0
@@ -116,249 +123,6 @@ TARGETS: Mapping[str, str] = {
 }
 _AGENT_MARK = AGENT_SYSTEM_PROMPT.split("\n", 1)[0][:60]
 _NUMBERED = re.compile(r"^\d+\. (.*)$")
-
-
-# ---------------------------------------------------------------------------- the data
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Observation:
-    """One gold observation: its running number, whose it is, its turn and its text."""
-
-    number: int
-    speaker: str
-    dia_id: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Floor:
-    """One floor as played: the user's line, the character's scripted line, and the gold
-    observations of the turns it holds."""
-
-    number: int
-    session: int
-    user_text: str
-    reply_text: str
-    dia_ids: tuple[str, ...]
-    observations: tuple[Observation, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Question:
-    """A LoCoMo question (its index in the conversation's list) and its evidence turns."""
-
-    index: int
-    text: str
-    evidence: tuple[str, ...]
-    category: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Conversation:
-    """The floors to play, every gold observation, and the questions."""
-
-    user: str
-    character: str
-    floors: tuple[Floor, ...]
-    observations: tuple[Observation, ...]
-    questions: tuple[Question, ...]
-
-    def evidence(self, question: Question) -> tuple[str, ...]:
-        """The texts of the gold observations of the question's evidence turns."""
-        wanted = set(question.evidence)
-        return tuple(o.text for o in self.observations if o.dia_id in wanted)
-
-
-def _dia_ids(value: Any) -> list[str]:
-    """Dialogue ids from LoCoMo's fields, which hold one id, several, or a list of them."""
-    items = value if isinstance(value, list) else [value]
-    found: list[str] = []
-    for item in items:
-        found.extend(re.findall(r"D\d+:\d+", str(item)))
-    return found
-
-
-def _turn_text(turn: Mapping[str, Any]) -> str:
-    text = str(turn.get("text") or "").strip()
-    caption = turn.get("blip_caption")
-    return f"{text} [shares {caption}]" if caption else text
-
-
-def load_conversation(path: Path = LOCOMO_ZIP, *, sessions: int | None = None) -> Conversation:
-    """conv-26 from the shared archive, mapped to floors (the first ``sessions`` sessions:
-    all when None); questions whose evidence lies in later sessions are left out."""
-    with zipfile.ZipFile(path) as archive:
-        data: dict[str, Any] = json.loads(archive.read(CONVERSATION_FILE))
-    user, character = str(data["speaker_a"]), str(data["speaker_b"])
-    numbers = sorted(
-        int(k.split("_")[1]) for k in data if re.fullmatch(r"session_\d+", k) and data[k]
-    )
-    if sessions is not None:
-        numbers = numbers[:sessions]
-    observations: list[Observation] = []
-    by_turn: dict[str, list[Observation]] = {}
-    floors: list[Floor] = []
-    for n in numbers:
-        for speaker, items in (data.get(f"session_{n}_observation") or {}).items():
-            for text, ids in items:
-                for dia_id in _dia_ids(ids)[:1]:  # an observation belongs to its first turn
-                    obs = Observation(
-                        number=len(observations) + 1,
-                        speaker=str(speaker),
-                        dia_id=dia_id,
-                        text=" ".join(str(text).split()),
-                    )
-                    observations.append(obs)
-                    by_turn.setdefault(dia_id, []).append(obs)
-        floors.extend(_session_floors(data, n, user, len(floors)))
-    floors = [
-        Floor(
-            number=f.number,
-            session=f.session,
-            user_text=f.user_text,
-            reply_text=f.reply_text,
-            dia_ids=f.dia_ids,
-            observations=tuple(o for d in f.dia_ids for o in by_turn.get(d, ())),
-        )
-        for f in floors
-    ]
-    played = {d for f in floors for d in f.dia_ids}
-    questions = tuple(
-        Question(
-            index=i,
-            text=str(q["question"]),
-            evidence=tuple(_dia_ids(q.get("evidence", []))),
-            category=int(q.get("category") or 0),
-        )
-        for i, q in enumerate(data["qa"])
-        if _dia_ids(q.get("evidence", [])) and set(_dia_ids(q["evidence"])) <= played
-    )
-    return Conversation(
-        user=user,
-        character=character,
-        floors=tuple(floors),
-        observations=tuple(observations),
-        questions=questions,
-    )
-
-
-def _session_floors(data: Mapping[str, Any], n: int, user: str, before: int) -> list[Floor]:
-    turns = list(data[f"session_{n}"])
-    floors: list[Floor] = []
-    i = 0
-    while i < len(turns):
-        number = before + len(floors) + 1
-        if turns[i]["speaker"] == user:
-            ids = [str(turns[i]["dia_id"])]
-            user_text = _turn_text(turns[i])
-            reply = NO_REPLY
-            if i + 1 < len(turns) and turns[i + 1]["speaker"] != user:
-                ids.append(str(turns[i + 1]["dia_id"]))
-                reply = _turn_text(turns[i + 1])
-                i += 1
-        else:  # the character opens the session: the user's line is the date
-            ids = [str(turns[i]["dia_id"])]
-            user_text = f"({data.get(f'session_{n}_date_time', f'session {n}')})"
-            reply = _turn_text(turns[i])
-        floors.append(
-            Floor(
-                number=number, session=n, user_text=user_text, reply_text=reply, dia_ids=tuple(ids)
-            )
-        )
-        i += 1
-    return floors
-
-
-def sample_questions(conversation: Conversation, count: int, seed: int) -> list[Question]:
-    """``count`` questions drawn with ``seed`` among those with evidence observations."""
-    eligible = [q for q in conversation.questions if conversation.evidence(q)]
-    return random.Random(seed).sample(eligible, min(count, len(eligible)))
-
-
-# ---------------------------------------------------------------------------- scoring
-
-
-def fold(text: str) -> str:
-    """Whitespace folded to single spaces, for word-for-word comparison."""
-    return " ".join(text.split())
-
-
-def evidence_share(evidence: Sequence[str], block: str) -> float:
-    """The share of ``evidence`` texts present word for word in ``block`` (0 for none)."""
-    if not evidence:
-        return 0.0
-    haystack = fold(block)
-    return sum(1 for text in evidence if fold(text) in haystack) / len(evidence)
-
-
-def stored_share(observations: Sequence[str], records: Sequence[MemoryRecord]) -> float:
-    """The share of ``observations`` present word for word in some record's text."""
-    texts = [fold(r.display) for r in records]
-    if not observations:
-        return 0.0
-    return sum(1 for o in observations if any(fold(o) in t for t in texts)) / len(observations)
-
-
-def pack(
-    ordered: Sequence[MemoryRecord],
-    *,
-    budget: int,
-    count: TokenCounter,
-    max_items: int,
-    max_item_chars: int,
-) -> str:
-    """The block of ``ordered`` records taken greedily, each kept while the whole rendered
-    block stays within ``budget`` tokens (the engine's renderer, item cap and line cut)."""
-    chosen: list[MemoryRecord] = []
-    for record in ordered:
-        if len(chosen) >= max_items:
-            break
-        trial = [*chosen, record]
-        if count(render_block(trial, max_item_chars=max_item_chars)) <= budget:
-            chosen = trial
-    return render_block(chosen, max_item_chars=max_item_chars)
-
-
-def _newest_first(record: MemoryRecord) -> tuple[int, int, str]:
-    end = record.coverage_end if record.coverage_end is not None else record.created_floor
-    return (-end, -record.created_floor, record.id)
-
-
-def bm25_order(records: Sequence[MemoryRecord], question: str) -> list[MemoryRecord]:
-    """Plain BM25 of the question over the records' text, best first (ties: newest)."""
-    index = Bm25Index.build({r.id: r.display for r in records})
-    terms = weighted_query([(question, 1.0)])
-    scores = {r.id: index.score(r.id, terms) for r in records}
-    return sorted(records, key=lambda r: (-scores[r.id], *_newest_first(r)))
-
-
-def recency_order(records: Sequence[MemoryRecord], question: str) -> list[MemoryRecord]:
-    """Newest first, whatever the question."""
-    return sorted(records, key=_newest_first)
-
-
-def oracle_order(records: Sequence[MemoryRecord], evidence: Sequence[str]) -> list[MemoryRecord]:
-    """Only the records holding evidence, those holding the most first (ties: shortest)."""
-    held = {r.id: sum(1 for e in evidence if fold(e) in fold(r.display)) for r in records}
-    holding = [r for r in records if held[r.id]]
-    return sorted(holding, key=lambda r: (-held[r.id], len(r.display), r.id))
-
-
-def memory_block(messages: Sequence[Mapping[str, Any]]) -> str:
-    """The memory block of a prompt: from its preamble through its headers and items."""
-    for message in messages:
-        content = str(message.get("content") or "")
-        if PREAMBLE not in content:
-            continue
-        lines = content[content.index(PREAMBLE) :].splitlines()
-        kept = [lines[0]]
-        for line in lines[1:]:
-            if not (line.startswith("- ") or line.startswith("[")):
-                break
-            kept.append(line)
-        return "\n".join(kept)
-    return ""
 
 
 # ---------------------------------------------------------------------------- the pipeline

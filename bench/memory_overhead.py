@@ -73,7 +73,9 @@ async def main() -> int:
         await storage.close()
     on, off = (statistics.median(times[k]) * 1000 for k in (ON, OFF))
     ratio = on / off
-    print(f"{HISTORY} turns of history each; memory records the memory-on session lists: {records}")
+    print(
+        f"{HISTORY} turns of history each; memory records the memory-on session lists: {records}"
+    )
     print(f"respond, memory on:  {on:.2f} ms (median of {TURNS})")
     print(f"respond, memory off: {off:.2f} ms (median of {TURNS})")
     print(f"memory on / off: {ratio:.2f}x (target <= {TARGET}x)")

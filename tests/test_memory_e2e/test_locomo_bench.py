@@ -11,23 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from bench.memory_locomo import (
-    MODEL,
-    Conversation,
-    IdealSummariser,
-    PathName,
-    PathResult,
+from bench.locomo_data import Conversation, load_conversation, sample_questions
+from bench.locomo_scoring import (
     bm25_order,
     evidence_share,
-    load_conversation,
     memory_block,
     oracle_order,
     pack,
     recency_order,
-    run_path,
-    sample_questions,
     stored_share,
 )
+from bench.memory_locomo import MODEL, IdealSummariser, PathName, PathResult, run_path
 from engine.memory.compaction import CompactionRequest
 from engine.memory.injection import MAX_INJECTED_ITEMS, PREAMBLE, render_block
 from engine.memory.records import (
