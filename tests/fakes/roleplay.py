@@ -26,9 +26,7 @@ from engine.errors import (
 )
 from engine.formats.png import is_png
 from engine.group.settings import group_of
-from engine.prompt.inputs import AuthorNote
 from engine.timeline.history import MAX_HISTORY
-from engine.timeline.values import SessionSettings
 from engine.turns.api import (
     MAIN_BRANCH,
     MEMORY_LIST_LIMIT,
@@ -48,24 +46,21 @@ from engine.turns.api import (
     UserLine,
     VariableWrite,
 )
-from engine.turns.notes import check_note
 from engine.turns.options import (
-    SESSION_OPTION_SPECS,
-    OptionSpec,
     SessionDefaults,
     memory_budget,
     memory_enabled,
-    option_changes,
     tools_enabled,
 )
 from tests.fakes.roleplay_edits import FakeTurnEdits
 from tests.fakes.roleplay_group import FakeGroupCalls
+from tests.fakes.roleplay_settings import FakeSessionSettings
 from tests.fakes.roleplay_state import FakeBranch, FakeFloor, FakeSession
 
 CHUNKS = 3
 
 
-class FakeRoleplayService(FakeTurnEdits, FakeGroupCalls):
+class FakeRoleplayService(FakeTurnEdits, FakeGroupCalls, FakeSessionSettings):
     """Dictionary-backed stand-in for the engine service (see the module docstring)."""
 
     def __init__(
@@ -510,22 +505,6 @@ class FakeRoleplayService(FakeTurnEdits, FakeGroupCalls):
         )
         return self._view(session, target)
 
-    async def set_persona(
-        self, key: SessionKey, user_id: str, name: str, description: str = ""
-    ) -> None:
-        self.calls.append(("set_persona", (key, user_id, name, description)))
-        self._session(key)
-        if not name.strip():
-            raise ConfigurationError("a persona needs a name")
-        self.personas[(key.realm, user_id)] = (name.strip(), description.strip())
-
-    async def persona(self, key: SessionKey, user_id: str) -> tuple[str, str] | None:
-        return self.personas.get((key.realm, user_id))
-
-    async def clear_persona(self, key: SessionKey, user_id: str) -> None:
-        if self.personas.pop((key.realm, user_id), None) is None:
-            raise NotFoundError(f"user {user_id} has no persona in realm {key.realm}")
-
     async def memories(
         self,
         key: SessionKey,
@@ -585,41 +564,6 @@ class FakeRoleplayService(FakeTurnEdits, FakeGroupCalls):
         self.calls.append(("set_current_branch", (key, branch)))
         self._branch(key, branch)
         self._session(key).current_branch = branch
-
-    async def set_session_option(self, key: SessionKey, name: str, value: str) -> SessionInfo:
-        """Parsed and stored by the engine's own rules, so answers and refusals read as the
-        real service's do."""
-        self.calls.append(("set_session_option", (key, name, value)))
-        session = self._session(key)
-        self._change(session, option_changes(session.settings, name, value))
-        return await self.session_info(key)
-
-    def session_option_specs(self) -> tuple[OptionSpec, ...]:
-        return SESSION_OPTION_SPECS
-
-    @staticmethod
-    def _change(session: FakeSession, changes: Mapping[str, Any]) -> None:
-        data = session.settings.to_json()
-        data.update(changes)
-        session.settings = SessionSettings.from_json(data)
-
-    async def author_note(self, key: SessionKey) -> AuthorNote | None:
-        return self._session(key).note
-
-    async def set_author_note(self, key: SessionKey, note: AuthorNote | None) -> SessionInfo:
-        """Checked by the engine's own rules, so refusals read as the real service's do."""
-        self.calls.append(("set_author_note", (key, note)))
-        session = self._session(key)
-        session.note = check_note(note) if note is not None else None
-        return await self.session_info(key)
-
-    async def tools_global_writes(self, key: SessionKey) -> bool:
-        return self._session(key).settings.extra.get("tools_global_writes") is True
-
-    async def set_tools_global_writes(self, key: SessionKey, allowed: bool) -> SessionInfo:
-        self.calls.append(("set_tools_global_writes", (key, allowed)))
-        self._change(self._session(key), {"tools_global_writes": bool(allowed)})
-        return await self.session_info(key)
 
     async def close_session(self, key: SessionKey) -> None:
         self.calls.append(("close_session", key))
