@@ -46,7 +46,8 @@ LITERAL_PREFIXES: Final = ("//", "\\/")
 """A line starting with one of these is sent to the character without its first character,
 so a message may start with a slash."""
 GREETINGS_LOCKED: Final = (
-    "greetings can only be changed before the first message (while floor 1 is the latest)"
+    "greetings can only be changed before the first message, while the character's greeting "
+    "is floor 1 and the latest floor"
 )
 HIDDEN_MARK: Final = "‹hidden›"
 """Marks a hidden floor in ``/history`` (``/del``, or a deleted platform message): kept, left

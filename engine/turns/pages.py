@@ -111,6 +111,10 @@ class Pages:
             newest = await self._history.newest_floor(target.id)
             if latest is None or newest is None or newest.id != latest.id:
                 raise NothingToDoError(f"branch {branch!r} has no reply of its own to edit")
+            if floor > latest.seq:
+                raise NothingToDoError(
+                    f"branch {branch!r} has no floor {floor} (its latest is floor {latest.seq})"
+                )
             if floor != latest.seq:
                 raise NothingToDoError(
                     f"only the latest floor's reply can be edited (floor {latest.seq} on "

@@ -135,6 +135,9 @@ async def test_edit_a_reply_keeps_the_original_as_a_page(offline_engine: TavernS
         "older)\n"
     )
     assert (await _play(console, out, "/edit")).startswith("! usage: /edit TEXT")
+    assert await _play(console, out, "/edit 7 no") == (
+        "! branch 'main' has no floor 7 (its latest is floor 2)\n"
+    )
 
 
 async def test_del_hides_a_floor(offline_engine: TavernService) -> None:
