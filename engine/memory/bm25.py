@@ -140,6 +140,12 @@ def _terms(text: str) -> tuple[str, ...]:
     return tuple(terms)
 
 
+@lru_cache(maxsize=TERM_CACHE_SIZE)
+def _term_counts(text: str) -> Counter[str]:
+    """The term counts of ``text`` (shared between indexes: never mutated)."""
+    return Counter(_terms(text))
+
+
 MIN_STEM_CHARS = 3  # a suffix is removed only when at least this much of the word stays
 _SUFFIXES = ("ization", "izing", "ized", "izes", "ize", "ing", "ed", "ly")
 _VOWELS = frozenset("aeiouy")
@@ -184,7 +190,7 @@ class Bm25Index:
     @classmethod
     def build(cls, documents: Mapping[str, str]) -> Bm25Index:
         """Index ``{doc_id: text}``."""
-        terms = {doc_id: Counter(tokenize(text)) for doc_id, text in documents.items()}
+        terms = {doc_id: _term_counts(text) for doc_id, text in documents.items()}
         lengths = {doc_id: sum(counts.values()) for doc_id, counts in terms.items()}
         freq: Counter[str] = Counter()
         for counts in terms.values():

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final
 
 FILTERED = "[filtered]"
 # One memory line in the prompt never exceeds this. Records are injected as whole units
@@ -123,6 +125,12 @@ def neutralize(text: str) -> SanitizeResult:
     return SanitizeResult(text=cleaned, reasons=tuple(reasons))
 
 
+QUOTE_CACHE_SIZE: Final = 16_384
+"""Quoted lines kept between calls: a turn's ranking and packing quote every candidate unit,
+and the same units come back turn after turn, so each is filtered once (the result depends
+only on the text and the cut)."""
+
+
 def quote_for_injection(text: str, *, max_chars: int = MAX_INJECTED_ITEM_CHARS) -> str:
     """Render stored text as one inert line of data for the memory block.
 
@@ -130,6 +138,11 @@ def quote_for_injection(text: str, *, max_chars: int = MAX_INJECTED_ITEM_CHARS) 
     tag or special token can be formed, folds line breaks so no line can pose as a header, and
     cuts to ``max_chars``.
     """
+    return _quoted(text, max_chars)
+
+
+@lru_cache(maxsize=QUOTE_CACHE_SIZE)
+def _quoted(text: str, max_chars: int) -> str:
     cleaned = neutralize(text).text
     cleaned = cleaned.replace("<", "\u2039").replace(">", "\u203a")
     cleaned = " / ".join(part.strip() for part in cleaned.splitlines() if part.strip())

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
+from typing import Final
 
 from engine.memory.records import MemoryKind, MemoryRecord
 
@@ -92,8 +94,18 @@ def _split_run_on(sentence: str, max_chars: int) -> list[str]:
     return parts
 
 
+UNIT_CACHE_SIZE: Final = 16_384
+"""Record texts whose split is kept between calls: every turn reads the same records' units
+again, and the split depends only on the text and the limit."""
+
+
 def split_units(text: str, *, max_chars: int = MAX_UNIT_CHARS) -> tuple[str, ...]:
     """The units of ``text``: its non-empty lines, a long line split at sentence ends."""
+    return _split(text, max_chars)
+
+
+@lru_cache(maxsize=UNIT_CACHE_SIZE)
+def _split(text: str, max_chars: int) -> tuple[str, ...]:
     units: list[str] = []
     for raw in text.splitlines():
         line = " ".join(raw.split())
