@@ -9,7 +9,7 @@ from engine.timeline.service import TimelineService
 from engine.timeline.values import MAIN_BRANCH
 from engine.turns.api import BranchInfo, ReplyView, SessionKey
 from engine.turns.events import emit
-from engine.turns.locks import BranchLocks
+from engine.turns.locks import BranchOrder
 from engine.turns.sessions import CURRENT_BRANCH_SETTING, Sessions
 from engine.turns.views import views_of
 from engine.variables.service import VariableService
@@ -27,7 +27,7 @@ class Branches:
         timeline: TimelineService,
         history: HistoryService,
         variables: VariableService,
-        locks: BranchLocks,
+        locks: BranchOrder,
         *,
         events: EventSink,
     ) -> None:

@@ -1,18 +1,32 @@
-"""One generation at a time per branch, inside this process.
+"""One generation at a time per branch: the :class:`BranchOrder` port and its in-process
+implementation.
 
-A turn holds the lock of its ``(session, branch)`` from recording the input to the commit.
+A turn holds the order of its ``(session, branch)`` from recording the input to the commit.
 ``asyncio.Lock`` wakes waiters first come, first served, so messages sent while a reply is
 being generated become the next floors in the order they arrived. Different branches have
-different locks and run in parallel. (Across processes the timeline's compare-and-set and
-``BranchBusyError`` refuse a second generation.)
+different locks and run in parallel. :class:`BranchLocks` orders the turns of one process (all
+a SQLite database needs: it is single-host, one process at a time); on PostgreSQL the
+composition uses an implementation that also takes an advisory lock, so turns of one branch
+queue across processes too. (Should two processes still meet, the timeline's compare-and-set
+and ``BranchBusyError`` refuse the second generation.)
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from typing import Protocol
+
+
+class BranchOrder(Protocol):
+    """Turns of one ``(session, branch)`` one at a time, in the order they asked."""
+
+    def hold(self, session_id: int, branch: str) -> AbstractAsyncContextManager[None]:
+        """Wait for the branch, then hold it for the duration of the block; a waiter that
+        is cancelled leaves the queue without holding anything."""
+        ...
 
 
 @dataclass(slots=True)

@@ -18,7 +18,7 @@ from engine.turns.context import TIMED_STATE_META
 from engine.turns.earlier import own_floor
 from engine.turns.errors import NothingToDoError
 from engine.turns.greeting import greet
-from engine.turns.locks import BranchLocks
+from engine.turns.locks import BranchOrder
 from engine.turns.sessions import Sessions
 from engine.turns.turns import MAX_INPUT_CHARS
 from engine.turns.views import reply_view
@@ -44,7 +44,7 @@ class Pages:
         sessions: Sessions,
         timeline: TimelineService,
         history: HistoryService,
-        locks: BranchLocks,
+        locks: BranchOrder,
     ) -> None:
         self._storage = storage
         self._sessions = sessions

@@ -36,7 +36,7 @@ from engine.turns.assets import Assets
 from engine.turns.branches import Branches
 from engine.turns.failures import TurnFailures
 from engine.turns.links import PlatformLinks
-from engine.turns.locks import BranchLocks
+from engine.turns.locks import BranchOrder
 from engine.turns.members import Members
 from engine.turns.memory_access import MemoryAccess
 from engine.turns.options import SessionDefaults
@@ -86,7 +86,7 @@ def build_parts(
     variables: VariableService,
     assets: AssetService,
     leases: LeaseKeeper,
-    locks: BranchLocks,
+    locks: BranchOrder,
     memory: MemoryService | None,
     model_for: ModelFor,
     default_profile: LLMProfile,

@@ -10,7 +10,7 @@ A turn (DESIGN.md section 6, seed 003 section 7), with short transactions only::
 
 Any failure fails the page (and a new floor with it), drops the staged writes and raises an
 :class:`~engine.errors.EngineError` for the front end; the branch takes the next message.
-One turn at a time per branch (:class:`~engine.turns.locks.BranchLocks`). A closed session
+One turn at a time per branch (:class:`~engine.turns.locks.BranchOrder`). A closed session
 refuses turns (:class:`~engine.turns.errors.SessionClosedError`), and a speaker with a
 persona in the realm is named by it (their ``{{user}}``) on the floor they write.
 
@@ -30,7 +30,7 @@ from engine.ports import Clock, EventSink, RandomSource, Storage
 from engine.prompt.inputs import AuthorNote
 from engine.timeline.assets import AssetService
 from engine.timeline.history import HistoryService
-from engine.timeline.leases import LeaseKeeper
+from engine.timeline.leases import LEASE_EXPIRY_S, LEASE_HEARTBEAT_S, LeaseKeeper
 from engine.timeline.service import INTERRUPTED, INTERRUPTED_DRAFT, TimelineService
 from engine.timeline.values import MAIN_BRANCH, Floor
 from engine.turns.api import (
@@ -52,7 +52,7 @@ from engine.turns.api import (
     VariableWrite,
 )
 from engine.turns.events import NullSink
-from engine.turns.locks import BranchLocks
+from engine.turns.locks import BranchLocks, BranchOrder
 from engine.turns.memory_access import MEMORY_RECENT_LINES
 from engine.turns.options import OptionSpec, SessionDefaults
 from engine.turns.parts import Parts, build_parts
@@ -96,6 +96,9 @@ class TavernService:
         cipher: SecretCipher | None = None,
         memory: MemoryService | None = None,
         session_defaults: SessionDefaults | None = None,
+        locks: BranchOrder | None = None,
+        lease_heartbeat_s: float = LEASE_HEARTBEAT_S,
+        lease_expiry_s: float = LEASE_EXPIRY_S,
     ) -> None:
         self.storage = storage
         self.events: EventSink = events or NullSink()
@@ -103,7 +106,9 @@ class TavernService:
         self.memory = memory
         # This process's lease: the floors and pages it opens carry its owner id, so another
         # process's start-up recovery leaves them alone while it lives.
-        self.leases = LeaseKeeper(storage, clock=self.clock)
+        self.leases = LeaseKeeper(
+            storage, clock=self.clock, heartbeat_s=lease_heartbeat_s, expiry_s=lease_expiry_s
+        )
         self.timeline = TimelineService(storage, self.events, owner=self.leases.owner)
         self.history_service = HistoryService(storage)
         self.parts: Parts = build_parts(
@@ -113,7 +118,8 @@ class TavernService:
             variables=VariableService(storage),
             assets=AssetService(storage),
             leases=self.leases,
-            locks=BranchLocks(),
+            # In-process order unless the composition brings one that spans processes.
+            locks=locks if locks is not None else BranchLocks(),
             memory=memory,
             model_for=model_for,
             default_profile=default_profile,

@@ -28,7 +28,7 @@ from engine.turns.errors import NothingToDoError
 from engine.turns.events import emit
 from engine.turns.failures import TurnFailures, records_a_failed_floor
 from engine.turns.group_turns import GroupTurns
-from engine.turns.locks import BranchLocks
+from engine.turns.locks import BranchOrder
 from engine.turns.memory_access import MemoryAccess
 from engine.turns.options import MEMORY_BUDGET, TOOLS_SETTING, memory_enabled, session_stages
 from engine.turns.parsed_assets import SessionAssets, card_fields, load_assets
@@ -62,7 +62,7 @@ class Turns:
         timeline: TimelineService,
         history: HistoryService,
         *,
-        locks: BranchLocks,
+        locks: BranchOrder,
         branches: Branches,
         personas: Personas,
         profiles: ProfileStore,
@@ -108,8 +108,7 @@ class Turns:
         (:class:`~engine.turns.group_turns.GroupTurns`): ``on_speaker`` is called before each
         reply streams, ``on_reply`` after each commits, and the last reply's view is
         returned. A solo session's one character answers whatever ``called`` says."""
-        ids = await self._sessions.refuse_closed(key)
-        lines = await self._personas.name_speakers(ids.realm_id, lines)
+        ids, lines = await self._personas.admit(key, lines)
         if not lines:
             raise NothingToDoError("there is no message to answer")
         for line in lines:
@@ -393,7 +392,7 @@ class Turns:
             memory=memory_items,
             memory_after_commit=memory is not None,
             keep_summaries=memory_enabled(settings),
-            persona=await self._personas.description(ids.realm_id, read.user_id),
+            persona=read.persona,
         )
         tools = ToolBox(
             # Tools are offered only when the session's tools option is on (off by default:
