@@ -35,6 +35,7 @@ from enum import StrEnum
 from engine.memory.bm25 import Bm25Index, relative_scores, weighted_query
 from engine.memory.decay import DecayPolicy, decay_factor
 from engine.memory.errors import MemoryPolicyError
+from engine.memory.fusion import SemanticSignal
 from engine.memory.lineage import Viewpoint, partition_visible
 from engine.memory.records import MemoryKind, MemoryRecord, MemoryRelation, MemoryScope
 from engine.memory.sanitize import MAX_INJECTED_ITEM_CHARS, quote_for_injection
@@ -218,6 +219,7 @@ def rank_units(
     message: str,
     recent_turns: Sequence[str] = (),
     policy: InjectionPolicy | None = None,
+    semantic: SemanticSignal | None = None,
 ) -> list[ScoredUnit]:
     """Score every injectable unit for this viewer, best first (ties: newer, then id), at most
     ``policy.candidate_pool`` of them.
@@ -226,7 +228,7 @@ def rank_units(
     or the recent chat: the summary that compacted them is the overview.
     """
     policy = policy or InjectionPolicy()
-    ranked = _score_units(records, relations, view, now, message, recent_turns, policy)
+    ranked = _score_units(records, relations, view, now, message, recent_turns, policy, semantic)
     return ranked[: policy.candidate_pool]
 
 
@@ -238,11 +240,14 @@ def _score_units(
     message: str,
     recent_turns: Sequence[str],
     policy: InjectionPolicy,
+    semantic: SemanticSignal | None = None,
 ) -> list[ScoredUnit]:
     pool, compacted_ids = _candidates(records, relations, view, policy)
     units = [unit for record in pool for unit in units_of(record)]
     index = Bm25Index.build({u.id: u.display for u in units})
     relevance = relative_scores(index, weighted_query([(message, 1.0)]))
+    if semantic is not None:  # embeddings configured: BM25 fused with the cosine ranking
+        relevance = semantic.fuse(relevance)
     recent = relative_scores(index, weighted_query([(turn, 1.0) for turn in recent_turns]))
     decays = {
         r.id: decay_factor(r, floor_no=view.floor_no, now=now, policy=policy.decay) for r in pool
@@ -418,8 +423,10 @@ def select_memories(
     count: TokenCounter,
     recent_turns: Sequence[str] = (),
     policy: InjectionPolicy | None = None,
+    semantic: SemanticSignal | None = None,
 ) -> InjectionResult:
-    """Choose and render the memory block for one turn within ``policy.max_tokens``."""
+    """Choose and render the memory block for one turn within ``policy.max_tokens``;
+    ``semantic`` (embeddings configured) fuses the message's relevance with its vector's."""
     policy = policy or InjectionPolicy()
     ranked = rank_units(
         records,
@@ -429,6 +436,7 @@ def select_memories(
         message=message,
         recent_turns=recent_turns,
         policy=policy,
+        semantic=semantic,
     )
     packer = _Packer(policy, count)
     if policy.max_tokens > 0 and policy.max_items > 0:

@@ -49,6 +49,7 @@ class JobType(StrEnum):
     COMPACT = "compact"
     EXPIRY = "expiry"
     DECAY = "decay"
+    EMBED = "embed"  # unit vectors, when an embeddings endpoint is configured
 
 
 class JobStatus(StrEnum):

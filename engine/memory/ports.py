@@ -81,3 +81,61 @@ class MemoryRepository(Protocol):
     async def list_jobs(self, job_type: JobType | None = None) -> list[JobState]:
         """All job states (of one type), for recovery on start."""
         ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnitVector:
+    """The embedding of one unit (:mod:`engine.memory.units`) under one model.
+
+    ``text_hash`` is the hash of the unit's text when it was embedded
+    (:func:`engine.memory.embedding.unit_hash`): a vector whose text changed is stale.
+    """
+
+    record_id: str
+    unit_index: int
+    model: str
+    text_hash: str
+    vector: tuple[float, ...]
+
+    @property
+    def unit_id(self) -> str:
+        """``record-id#index``, as :attr:`engine.memory.units.MemoryUnit.id`."""
+        return f"{self.record_id}#{self.unit_index}"
+
+    @property
+    def dims(self) -> int:
+        """The vector's dimension."""
+        return len(self.vector)
+
+
+class Embedder(Protocol):
+    """An embeddings endpoint: texts in, one vector per text out (same order)."""
+
+    @property
+    def model(self) -> str:
+        """The embedding model's name (stored with every vector)."""
+        ...
+
+    async def embed(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
+        """One vector per text; raises :class:`engine.errors.GenerationError` on failure."""
+        ...
+
+
+class VectorStore(Protocol):
+    """Storage for unit vectors: one vector per unit, of whatever model embedded it last."""
+
+    async def stored(self, record_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """Unit id -> (model, text hash) of the stored vectors of these records."""
+        ...
+
+    async def load(self, record_ids: Sequence[str], model: str) -> list[UnitVector]:
+        """The stored vectors of these records made by ``model``."""
+        ...
+
+    async def save(self, vectors: Sequence[UnitVector]) -> None:
+        """Insert or replace (per unit) these vectors in one transaction."""
+        ...
+
+    async def prune(self) -> int:
+        """Delete vectors whose record no longer exists; returns how many."""
+        ...

@@ -48,6 +48,7 @@ from engine.memory.compaction import (
     run_compaction,
 )
 from engine.memory.decay import DecayPolicy
+from engine.memory.embedding import SemanticMemory
 from engine.memory.errors import MemoryPolicyError
 from engine.memory.injection import InjectionPolicy, InjectionResult, TokenCounter, select_memories
 from engine.memory.jobs import JobState, JobType, request_run
@@ -60,6 +61,7 @@ from engine.memory.plan import (
     memory_event,
 )
 from engine.memory.ports import MemoryQuery, MemoryRepository
+from engine.memory.recall_cache import RecallCache
 from engine.memory.records import (
     IdFactory,
     Lifecycle,
@@ -134,6 +136,7 @@ class MemoryService:
         summariser: Summariser | None = None,
         settings: MemorySettings | None = None,
         new_id: IdFactory | None = None,
+        semantic: SemanticMemory | None = None,
     ) -> None:
         self.repo = repo
         self.count = count
@@ -144,10 +147,19 @@ class MemoryService:
         self.summariser = summariser or summariser_for(model, model_name)
         self.settings = settings or MemorySettings()
         self.new_id: IdFactory = new_id or _new_id
+        self.recall = RecallCache()  # what retrieval read, per viewpoint and realm revision
+        # Embeddings configured: hybrid ranking and the embed job; None: BM25 alone.
+        self.semantic = semantic
 
     # ------------------------------------------------------------------ reading
 
     async def _lineage(self, view: Viewpoint) -> tuple[list[MemoryRecord], list[MemoryRelation]]:
+        # Kept between turns while the realm's revision says it is unchanged (recall_cache).
+        return await self.recall.load(self.repo, view, lambda: self._read_lineage(view))
+
+    async def _read_lineage(
+        self, view: Viewpoint
+    ) -> tuple[list[MemoryRecord], list[MemoryRelation]]:
         # Every lifecycle: a record that ended on another branch is still live for this one,
         # and relations decide what is superseded where (engine.memory.lineage).
         records = await self.repo.query_records(
@@ -178,6 +190,7 @@ class MemoryService:
             policy = replace(policy, max_tokens=max(0, budget))
         records, relations = await self._lineage(view)
         now = self.clock.now()
+        signal = None if self.semantic is None else await self.semantic.signal(records, message)
         result = select_memories(
             records,
             relations,
@@ -187,9 +200,11 @@ class MemoryService:
             count=self.count,
             recent_turns=recent_turns,
             policy=policy,
+            semantic=signal,
         )
         if result.record_ids and mark_used:
             await self.repo.mark_used(result.record_ids, floor_no=view.floor_no, at=now)
+            self.recall.marked(view.realm_id, result.record_ids, floor_no=view.floor_no, at=now)
         self._emit(
             memory_event(
                 "injected",
@@ -376,6 +391,8 @@ class MemoryService:
         )
         await ensure_job(self.repo, JobType.DECAY, decay.key, due_at=now)
         await ensure_job(self.repo, JobType.EXPIRY, view.realm_id, due_at=now)
+        if self.semantic is not None:
+            await self.semantic.schedule(self.repo, view, now)
 
     async def forget(
         self, record_id: str, *, view: Viewpoint | None = None, reason: str = "forgotten"
@@ -504,6 +521,9 @@ class MemoryService:
             await self.decay(scope, head_floor=head_floor)
         elif state.job_type is JobType.EXPIRY:
             await self.expire(scope.realm_id)
+        elif state.job_type is JobType.EMBED:
+            if self.semantic is not None:  # embeddings switched off since: nothing to do
+                await self.semantic.run(self.repo, scope, self.clock.now())
         else:
             raise MemoryPolicyError(f"memory job {state.key}: no work for {state.job_type}")
 

@@ -1,7 +1,9 @@
 """A loopback OpenAI-compatible chat server for tests, driven through the real ``openai`` client.
 
 It listens on 127.0.0.1 on an ephemeral port and answers ``POST /v1/chat/completions`` (with and
-without ``stream: true``) and ``GET /v1/models``. What it answers is scripted per test:
+without ``stream: true``), ``GET /v1/models`` and ``POST /v1/embeddings`` (deterministic vectors
+from :mod:`tests.fakes.fake_embeddings`; failures queued in ``embedding_script``).
+What it answers is scripted per test:
 
 * ``server.script(...)`` queues responses, used one per request in order;
 * when the queue is empty, ``responder(request_json)`` decides (by default an echo of the last
@@ -39,6 +41,7 @@ from typing import Any
 from aiohttp import web
 
 from engine.memory.agent_context import AGENT_SYSTEM_PROMPT
+from tests.fakes.fake_embeddings import FAKE_EMBEDDING_MODEL, fake_embedding
 
 DEFAULT_MAX_REQUESTS = 200
 DEFAULT_HANG_LIMIT_S = 30.0
@@ -184,6 +187,10 @@ class FakeOpenAIServer:
         self._tasks: set[asyncio.Task[None]] = set()
         self._counter = 0
         self._arrived = asyncio.Event()
+        self.embedding_requests: list[Mapping[str, Any]] = []
+        """The bodies of ``POST /v1/embeddings`` (kept apart from the chat requests)."""
+        self.embedding_script: deque[FakeError | FakeHang] = deque()
+        """Failures the embeddings endpoint answers first, one per request."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -199,6 +206,7 @@ class FakeOpenAIServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/embeddings", self._embeddings)
         # handler_cancellation: a client that goes away cancels its handler, which is how a
         # hung or streaming response learns that the request was aborted.
         runner = web.AppRunner(
@@ -294,6 +302,32 @@ class FakeOpenAIServer:
             {"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models
         ]
         return web.json_response({"object": "list", "data": data})
+
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.embedding_requests.append(body)
+        if self.embedding_script:
+            failure = self.embedding_script.popleft()
+            if isinstance(failure, FakeHang):
+                await self._hang()
+                return web.Response(status=504)
+            headers = {"Retry-After": failure.retry_after} if failure.retry_after else {}
+            return _error_response(failure.status, failure.message, headers)
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        data = [
+            {"object": "embedding", "index": i, "embedding": fake_embedding(str(text))}
+            for i, text in enumerate(texts)
+        ]
+        tokens = sum(_words(str(t)) for t in texts)
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": str(body.get("model") or FAKE_EMBEDDING_MODEL),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         try:

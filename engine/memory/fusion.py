@@ -1,0 +1,91 @@
+"""Hybrid relevance: the BM25 ranking and the embedding ranking fused by reciprocal rank.
+
+Reciprocal rank fusion (RRF) scores an item ``sum(1 / (k + rank))`` over the rankings it
+appears in (ranks from 1). It needs no calibration between a BM25 score and a cosine
+similarity, whose scales have nothing in common, and an item ranked well by either signal
+rises. Everything here is pure: the memory service supplies the query's vector and the stored
+unit vectors (:mod:`engine.memory.embedding`), injection calls :meth:`SemanticSignal.fuse` on
+its BM25 relevance when a signal is given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from engine.memory.errors import MemoryPolicyError
+
+RRF_K = 60
+"""The usual RRF constant: it damps the difference between the first few ranks."""
+SEMANTIC_TOP_K = 50
+"""Units of the embedding ranking that take part in the fusion: the rest are as unranked, so
+a unit that merely shares a topic far down the list is not made relevant."""
+MIN_COSINE = 0.0
+"""A unit whose cosine with the query is at most this is not in the embedding ranking."""
+
+Vector = tuple[float, ...]
+
+
+def rrf(rankings: Sequence[Sequence[str]], *, k: int = RRF_K) -> dict[str, float]:
+    """Reciprocal rank fusion of ``rankings`` (each best first, ids unique within it)."""
+    if k < 1:
+        raise MemoryPolicyError(f"rrf k must be >= 1, got {k}")
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            fused[item] = fused.get(item, 0.0) + 1.0 / (k + rank)
+    return fused
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity; 0 when either vector is zero or their lengths differ."""
+    if len(a) != len(b) or not a:
+        return 0.0
+    dot = math.fsum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+    return dot / norm if norm > 0 else 0.0
+
+
+def normalise(vector: Sequence[float]) -> Vector:
+    """``vector`` scaled to length 1 (a zero vector stays zero)."""
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    return tuple(x / norm for x in vector) if norm > 0 else tuple(vector)
+
+
+def _ranked(scores: Mapping[str, float]) -> list[str]:
+    """Ids with a positive score, best first (ties by id, so the order is stable)."""
+    return sorted((i for i, s in scores.items() if s > 0), key=lambda i: (-scores[i], i))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SemanticSignal:
+    """The query's vector and the candidate units' vectors (unit id -> vector), one model.
+
+    Units without a vector (not embedded yet, or embedded from older text) simply take no
+    part in the embedding ranking; BM25 still ranks them.
+    """
+
+    query: Vector
+    units: Mapping[str, Vector]
+    k: int = RRF_K
+    top_k: int = SEMANTIC_TOP_K
+    min_cosine: float = MIN_COSINE
+
+    def similarities(self, ids: Sequence[str] | None = None) -> dict[str, float]:
+        """Cosine of each unit (of ``ids``, default all) with the query."""
+        wanted = self.units.keys() if ids is None else (i for i in ids if i in self.units)
+        return {i: cosine(self.query, self.units[i]) for i in wanted}
+
+    def fuse(self, relevance: Mapping[str, float]) -> dict[str, float]:
+        """BM25 ``relevance`` (unit id -> [0, 1]) fused with the embedding ranking by RRF,
+        divided by the best fused score: the same ids, again in [0, 1]."""
+        similar = {
+            i: s for i, s in self.similarities(list(relevance)).items() if s > self.min_cosine
+        }
+        semantic = _ranked(similar)[: self.top_k]
+        fused = rrf([_ranked(dict(relevance)), semantic], k=self.k)
+        best = max(fused.values(), default=0.0)
+        if best <= 0:
+            return dict.fromkeys(relevance, 0.0)
+        return {i: fused.get(i, 0.0) / best for i in relevance}

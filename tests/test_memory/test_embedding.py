@@ -1,0 +1,247 @@
+"""Semantic memory in the engine: RRF fusion, the embed job, the turn-time query vector."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+
+from engine.errors import GenerationError
+from engine.memory import embedding as emb
+from engine.memory.embedding import (
+    EMBED_BATCH_SIZE,
+    MAX_EMBED_UNITS_PER_RUN,
+    MAX_QUERY_CHARS,
+    QUERY_CACHE_SIZE,
+    QUERY_EMBED_TIMEOUT_S,
+    SemanticMemory,
+    embed_scope,
+    pending_units,
+    unit_hash,
+)
+from engine.memory.errors import MemoryPolicyError
+from engine.memory.fusion import RRF_K, SEMANTIC_TOP_K, SemanticSignal, cosine, normalise, rrf
+from engine.memory.injection import InjectionPolicy, select_memories
+from engine.memory.jobs import JobType
+from engine.memory.records import Lifecycle, MemoryKind
+from engine.memory.scoping import JobScope
+from engine.memory.units import units_of
+from tests.fakes.fake_embeddings import fake_embedding
+from tests.fakes.memory_repo import InMemoryMemoryRepository
+from tests.fakes.vector_store import InMemoryVectorStore
+from tests.test_memory.helpers import T0, count_tokens, record, view
+
+
+class CountingEmbedder:
+    """The fake embedding in-process, counting calls; ``fail``/``hang`` to misbehave."""
+
+    def __init__(self, model: str = "fake-embed") -> None:
+        self.model = model
+        self.calls: list[list[str]] = []
+        self.fail: Exception | None = None
+        self.hang = False
+
+    async def embed(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
+        self.calls.append(list(texts))
+        if self.hang:
+            await asyncio.sleep(3600)
+        if self.fail is not None:
+            raise self.fail
+        return [tuple(fake_embedding(t)) for t in texts]
+
+
+def _semantic(
+    repo: InMemoryMemoryRepository, embedder: CountingEmbedder | None = None, **kw: object
+) -> tuple[SemanticMemory, InMemoryVectorStore, CountingEmbedder]:
+    store = InMemoryVectorStore(lambda: set(repo.records))
+    embedder = embedder or CountingEmbedder()
+    return SemanticMemory(embedder, store, **kw), store, embedder  # type: ignore[arg-type]
+
+
+SCOPE = embed_scope(view(1))
+
+
+# ---------------------------------------------------------------- fusion
+
+
+def test_rrf_sums_reciprocal_ranks_with_k() -> None:
+    fused = rrf([["a", "b"], ["b", "c"]], k=RRF_K)
+    assert fused["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused["a"] == pytest.approx(1 / 61) and fused["c"] == pytest.approx(1 / 62)
+    assert max(fused, key=fused.__getitem__) == "b"
+    assert rrf([]) == {}
+    with pytest.raises(MemoryPolicyError):
+        rrf([["a"]], k=0)
+
+
+def test_cosine_and_normalise() -> None:
+    assert cosine((1.0, 0.0), (2.0, 0.0)) == pytest.approx(1.0)
+    assert cosine((1.0, 0.0), (0.0, 3.0)) == 0.0
+    assert cosine((1.0,), (1.0, 0.0)) == 0.0 and cosine((0.0, 0.0), (1.0, 0.0)) == 0.0
+    assert normalise((3.0, 4.0)) == pytest.approx((0.6, 0.8))
+
+
+def test_fuse_lifts_a_unit_only_the_embedding_finds() -> None:
+    relevance = {"bm25#0": 1.0, "other#0": 0.5, "semantic#0": 0.0, "none#0": 0.0}
+    signal = SemanticSignal(
+        query=(1.0, 0.0),
+        units={"semantic#0": (1.0, 0.0), "bm25#0": (0.0, 1.0), "none#0": (-1.0, 0.0)},
+    )
+    fused = signal.fuse(relevance)
+    assert set(fused) == set(relevance)
+    assert max(fused.values()) == pytest.approx(1.0)
+    assert fused["semantic#0"] > 0 and fused["bm25#0"] > 0 and fused["other#0"] > 0
+    assert fused["none#0"] == 0.0  # a negative cosine is not in the embedding ranking
+    nothing = SemanticSignal(query=(1.0, 0.0), units={}).fuse({"a#0": 0.0})
+    assert nothing == {"a#0": 0.0}
+
+
+def test_only_the_top_k_of_the_embedding_ranking_take_part() -> None:
+    ids = [f"u{i}#0" for i in range(SEMANTIC_TOP_K + 5)]
+    units = {uid: (1.0, 0.01 * n) for n, uid in enumerate(ids)}  # cosine falls with n
+    fused = SemanticSignal(query=(1.0, 0.0), units=units).fuse(dict.fromkeys(ids, 0.0))
+    assert sum(1 for v in fused.values() if v > 0) == SEMANTIC_TOP_K
+    assert fused[ids[0]] == 1.0 and fused[ids[-1]] == 0.0
+
+
+# ---------------------------------------------------------------- the embed job
+
+
+async def test_the_job_embeds_every_unit_once_in_bounded_batches() -> None:
+    repo = InMemoryMemoryRepository()
+    long_text = "\n".join(f"line {n} about the harbour" for n in range(EMBED_BATCH_SIZE + 10))
+    await repo.add_records(
+        [
+            record("f-1", "Maya's automobile is crimson", key="maya.ride"),
+            record("s-1", long_text, kind=MemoryKind.SUMMARY),
+            record("f-old", "forgotten", lifecycle=Lifecycle.DEPRECATED),
+        ]
+    )
+    semantic, store, embedder = _semantic(repo)
+    run = await semantic.run(repo, SCOPE, T0)
+    assert run.embedded == 1 + EMBED_BATCH_SIZE + 10 and run.remaining == 0
+    assert max(len(c) for c in embedder.calls) == EMBED_BATCH_SIZE
+    assert "f-old#0" not in store.vectors
+    unit = units_of(repo.records["f-1"])[0]
+    stored = store.vectors[unit.id]
+    assert stored.model == "fake-embed" and stored.text_hash == unit_hash(unit.display)
+    assert stored.vector == pytest.approx(fake_embedding(unit.display))
+    embedder.calls.clear()
+    again = await semantic.run(repo, SCOPE, T0)
+    assert again.embedded == 0 and embedder.calls == []
+
+
+async def test_a_model_change_re_embeds_and_replaces_the_old_vectors() -> None:
+    repo = InMemoryMemoryRepository()
+    await repo.add_records([record("f-1", "one\ntwo"), record("f-2", "three")])
+    semantic, store, _ = _semantic(repo)
+    await semantic.run(repo, SCOPE, T0)
+    newer = SemanticMemory(CountingEmbedder("other-model"), store)
+    run = await newer.run(repo, SCOPE, T0)
+    assert run.embedded == 3
+    assert {v.model for v in store.vectors.values()} == {"other-model"}
+    assert len(store.vectors) == 3
+
+
+async def test_changed_text_is_re_embedded_and_purged_records_pruned() -> None:
+    repo = InMemoryMemoryRepository()
+    await repo.add_records([record("f-1", "old text"), record("f-2", "kept")])
+    semantic, store, _ = _semantic(repo)
+    await semantic.run(repo, SCOPE, T0)
+    repo.records["f-1"] = replace(repo.records["f-1"], text="new text")
+    del repo.records["f-2"]
+    stored = await store.stored(["f-1", "f-2"])
+    assert [u.id for u in pending_units(repo.records.values(), stored, "fake-embed")] == ["f-1#0"]
+    run = await semantic.run(repo, SCOPE, T0)
+    assert run.embedded == 1 and set(store.vectors) == {"f-1#0"}
+    assert store.vectors["f-1#0"].text_hash == unit_hash("new text")
+
+
+async def test_one_run_embeds_at_most_its_limit() -> None:
+    repo = InMemoryMemoryRepository()
+    await repo.add_records([record("f-1", "\n".join(f"fact {n}" for n in range(30)))])
+    semantic, _, _ = _semantic(repo, max_units_per_run=8, batch_size=3)
+    first = await semantic.run(repo, SCOPE, T0)
+    assert (first.embedded, first.remaining) == (8, 22)
+    assert MAX_EMBED_UNITS_PER_RUN >= EMBED_BATCH_SIZE
+    with pytest.raises(MemoryPolicyError):
+        _semantic(repo, batch_size=0)
+
+
+async def test_a_failing_endpoint_fails_the_run_for_the_job_to_retry() -> None:
+    repo = InMemoryMemoryRepository()
+    await repo.add_records([record("f-1", "text")])
+    semantic, store, embedder = _semantic(repo)
+    embedder.fail = GenerationError("embeddings server down", retryable=True)
+    with pytest.raises(GenerationError):
+        await semantic.run(repo, SCOPE, T0)
+    assert store.vectors == {}
+
+
+# ---------------------------------------------------------------- turn time
+
+
+async def test_query_vectors_are_cached_and_cut() -> None:
+    repo = InMemoryMemoryRepository()
+    semantic, _, embedder = _semantic(repo, cache_size=2)
+    first = await semantic.query_vector("  where is the ship?  ")
+    assert first is not None and await semantic.query_vector("where is the ship?") == first
+    assert len(embedder.calls) == 1
+    await semantic.query_vector("b")
+    await semantic.query_vector("c")  # evicts the oldest
+    await semantic.query_vector("where is the ship?")
+    assert len(embedder.calls) == 4
+    await semantic.query_vector("x" * (MAX_QUERY_CHARS + 50))
+    assert len(embedder.calls[-1][0]) == MAX_QUERY_CHARS
+    assert await semantic.query_vector("   ") is None
+    assert QUERY_CACHE_SIZE > 0
+
+
+async def test_a_slow_or_failing_endpoint_falls_back_to_bm25_and_logs_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    repo = InMemoryMemoryRepository()
+    semantic, _, embedder = _semantic(repo, query_timeout_s=0.05)
+    embedder.hang = True
+    with caplog.at_level(logging.WARNING, logger=emb.__name__):
+        assert await semantic.query_vector("one") is None
+        embedder.hang, embedder.fail = False, GenerationError("boom")
+        assert await semantic.signal([record("f", "x")], "two") is None
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "within 0.05s" in warnings[0].getMessage()
+    assert "\n" not in warnings[0].getMessage()
+    embedder.fail = None
+    assert await semantic.query_vector("three") is not None
+    assert QUERY_EMBED_TIMEOUT_S <= 5
+
+
+async def test_injection_with_the_signal_finds_a_fact_sharing_no_word() -> None:
+    repo = InMemoryMemoryRepository()
+    records = [
+        record("f-car", "Maya's automobile is crimson", key="maya.ride", importance=0.4),
+        *(
+            record(f"f-{n}", f"Topic {n}: the garden needs water number {n}", importance=0.9)
+            for n in range(12)
+        ),
+    ]
+    await repo.add_records(records)
+    semantic, _, _ = _semantic(repo)
+    await semantic.run(repo, SCOPE, T0)
+    question = "What colour is her car?"
+    policy = InjectionPolicy(max_tokens=60)
+    common = {"view": view(20), "now": T0, "message": question, "count": count_tokens}
+    alone = select_memories(records, [], policy=policy, **common)  # type: ignore[arg-type]
+    signal = await semantic.signal(records, question)
+    assert signal is not None
+    fused = select_memories(records, [], policy=policy, semantic=signal, **common)  # type: ignore[arg-type]
+    assert "automobile" not in alone.text
+    assert "automobile" in fused.text and fused.unit_ids[0] == "f-car#0"
+
+
+def test_the_embed_scope_is_one_per_session() -> None:
+    scope = JobScope.parse(SCOPE.key)
+    assert scope == SCOPE and scope.session_id == view(1).session_id
+    assert JobType.EMBED.value == "embed"
