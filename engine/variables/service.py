@@ -79,6 +79,39 @@ class VariableService:
                 global_=found[("global", session.realm_id)],
             )
 
+    async def page_state(self, branch_id: int, *, floor: int, page: int) -> VariableState:
+        """The five scopes as page ``page`` of committed floor ``floor`` left them, whether or
+        not it is the active page: the branch scope as if that page were the one kept, its
+        floor and page scopes; chat and global are always current (the web page shows a
+        swiped-away page's values beside the active one's)."""
+        async with self._storage.read() as uow:
+            branch = await uow.branches.get(branch_id)
+            lineage = await store.lineage_of(uow, branch)
+            seen = await store.lineage_pages(uow, lineage, floor, floor)
+            if not seen:
+                raise TimelineNotFoundError(
+                    f"branch {branch.name!r} has no committed floor {floor}"
+                )
+            at, _ = seen[0]
+            chosen = next(
+                (
+                    p
+                    for p in await uow.pages.of_floors([at.id])
+                    if p.number == page and p.status == "committed"
+                ),
+                None,
+            )
+            if chosen is None:
+                raise TimelineNotFoundError(f"floor {floor} has no committed page {page}")
+            session = await uow.sessions.get(branch.session_id)
+            return VariableState(
+                page=await uow.variables.values("page", chosen.id),
+                floor=await store.floor_scope(uow, at, chosen),
+                branch=await store.branch_state(uow, lineage, floor, last=chosen),
+                chat=await uow.variables.values("chat", session.id),
+                global_=await uow.variables.values("global", session.realm_id),
+            )
+
     async def base_for(self, floor_id: int) -> VariableState:
         """The state a new page of this floor starts from: the branch scope before the floor,
         its explicit floor-scope values, an empty page scope, and current chat and global."""
