@@ -9,7 +9,9 @@
 - Which sessions play a group of characters (their replies are prefixed with the speaker's
   name in private chats too), learnt from the session's info and from group turns.
 - The current branch of each private chat: the service keeps it (``current_branch`` /
-  ``set_current_branch``), so a restart comes back on it; cached here after the first read.
+  ``set_current_branch``) and it is read from there for every update (one small read), so a
+  switch made through another process (or before a restart) is where the next message plays;
+  the last value read is only a fallback for when the service cannot answer.
 - Group admin checks, cached for ``ADMIN_CACHE_S``; recently seen update ids.
 """
 
@@ -116,14 +118,14 @@ class ChatState:
 
     # ----------------------------------------------------------------- current branch
     async def current_branch(self, key: SessionKey) -> str:
-        """The branch a private chat plays on (``main`` until it switches)."""
-        if key in self._branches:
-            return self._branches[key]
+        """The branch a private chat plays on (``main`` until it switches), read through:
+        another process may have switched it."""
         try:
             branch = await self.service.current_branch(key)
         except EngineError as exc:
-            log.warning("current branch of %s unknown, playing on main: %s", key, exc)
-            branch = MAIN_BRANCH
+            branch = self._branches.get(key, MAIN_BRANCH)
+            log.warning("current branch of %s unknown, playing on %s: %s", key, branch, exc)
+            return branch
         self._branches[key] = branch
         return branch
 

@@ -36,6 +36,7 @@ from engine.turns.values import (
     ReplyView,
     SessionInfo,
     SessionKey,
+    SessionState,
     Speaker,
     UserLine,
     VariableWrite,
@@ -65,6 +66,7 @@ __all__ = [
     "Scope",
     "SessionInfo",
     "SessionKey",
+    "SessionState",
     "Speaker",
     "UserLine",
     "VariableWrite",
@@ -80,6 +82,12 @@ class RoleplayService(Protocol):
 
     async def session_info(self, key: SessionKey) -> SessionInfo:
         """Describe a session; NotFoundError when it does not exist."""
+        ...
+
+    async def session_state(self, key: SessionKey) -> SessionState | None:
+        """The session's closed flag, character, reply policy and current branch, read from
+        its row now (one read: front ends call it per message); None when it does not
+        exist."""
         ...
 
     async def respond(

@@ -35,6 +35,7 @@ from engine.timeline.values import (
     Session,
 )
 from engine.turns.parsed_assets import SessionAssets, load_assets
+from engine.turns.personas import persona_of
 from engine.variables import store
 from engine.variables.values import Scope, VariableState
 
@@ -73,6 +74,9 @@ class TurnRead:
     user_id: str | None = None
     """The platform user id of the speaker answered (the floor's last speaker; for a dry run,
     the branch's): their persona is found by it, never by a name anyone can take."""
+    persona: str = ""
+    """The description of ``user_id``'s persona in the realm ("" when none), read with the
+    turn (never cached: another process may have changed it)."""
 
 
 async def window_pages(
@@ -236,6 +240,7 @@ async def read_turn(
         chat=found[("chat", session.id)],
         global_=found[("global", session.realm_id)],
     )
+    persona = await persona_of(uow, session.realm_id, user_id)
     return TurnRead(
         session=session,
         branch=branch,
@@ -250,6 +255,7 @@ async def read_turn(
         timed_state=timed,
         branches=tuple(branches),
         user_id=user_id,
+        persona=persona,
     )
 
 

@@ -3,8 +3,11 @@
 of the realm sees it, no other realm does. Its name is the player's ``{{user}}`` on the floors
 they write; its description goes into their turns' prompts.
 
-Personas are cached per realm and process (read once, updated by the calls here), so a turn
-costs no extra round trip; another process changing them is seen after a restart.
+Personas are read through, never cached, so a persona set or cleared through another process
+is what the next turn here uses: a new floor's speakers are read by their ids in the same read
+that checks the session is open (:meth:`Personas.admit`), and the answered speaker's
+description in the unit of work that reads the turn (:func:`persona_of`). A realm-wide cache
+would need a version read per turn anyway, which costs as much as these reads.
 """
 
 from __future__ import annotations
@@ -13,13 +16,20 @@ from collections.abc import Sequence
 from typing import Final
 
 from engine.errors import ConfigurationError, NotFoundError
-from engine.ports import EventSink
+from engine.ports import EventSink, UnitOfWork
 from engine.timeline.assets import AssetService
+from engine.timeline.values import Asset, AssetKind
 from engine.turns.api import SessionKey, Speaker, UserLine
 from engine.turns.events import emit
-from engine.turns.sessions import Sessions
+from engine.turns.sessions import SessionIds, Sessions
 
-__all__ = ["MAX_PERSONA_DESCRIPTION", "MAX_PERSONA_NAME", "PERSONA_ASSET", "Personas"]
+__all__ = [
+    "MAX_PERSONA_DESCRIPTION",
+    "MAX_PERSONA_NAME",
+    "PERSONA_ASSET",
+    "Personas",
+    "persona_of",
+]
 
 PERSONA_ASSET: Final = "persona"
 """Internal asset kind of personas (one asset per platform user id in a realm)."""
@@ -29,14 +39,30 @@ MAX_PERSONA_DESCRIPTION: Final = 2_000
 """A persona description longer than this is refused."""
 
 
+_KIND: Final[AssetKind] = PERSONA_ASSET  # type: ignore[assignment]
+
+
+def _values(asset: Asset) -> tuple[str, str]:
+    return str(asset.data.get("name", asset.name)), str(asset.data.get("description", ""))
+
+
+async def persona_of(uow: UnitOfWork, realm_id: int, user_id: str | None) -> str:
+    """Inside ``uow``: the description of platform user ``user_id``'s persona in the realm
+    ("" when none). Only the id counts: a display name is anyone's to take, so another player
+    named like a persona never gets its description."""
+    if user_id is None:
+        return ""
+    found = await uow.assets.get(realm_id, _KIND, user_id)
+    return _values(found)[1] if found is not None else ""
+
+
 class Personas:
-    """The personas of each realm, cached; setting, reading and clearing them."""
+    """The personas of each realm (read through); setting, reading and clearing them."""
 
     def __init__(self, assets: AssetService, sessions: Sessions, *, events: EventSink) -> None:
         self._assets = assets
         self._sessions = sessions
         self._events = events
-        self._by_realm: dict[int, dict[str, tuple[str, str]]] = {}
 
     async def set(self, key: SessionKey, user_id: str, name: str, description: str = "") -> None:
         """Set the persona ``user_id`` plays in the realm of ``key``. Empty or over-long
@@ -58,48 +84,42 @@ class Personas:
         ids = await self._sessions.ids(key)
         data = {"name": name, "description": description}
         await self._assets.put(ids.realm_id, PERSONA_ASSET, user_id, data)
-        (await self._of_realm(ids.realm_id))[user_id] = (name, description)
         emit(self._events, "persona.set", realm=key.realm, user=user_id)
 
     async def get(self, key: SessionKey, user_id: str) -> tuple[str, str] | None:
         """``(name, description)`` of ``user_id`` in the realm of ``key``, or None."""
         ids = await self._sessions.ids(key)
-        return (await self._of_realm(ids.realm_id)).get(user_id)
+        found = await self._assets.find(ids.realm_id, PERSONA_ASSET, user_id)
+        return _values(found) if found is not None else None
 
     async def clear(self, key: SessionKey, user_id: str) -> None:
         """Drop ``user_id``'s persona in the realm of ``key``; NotFoundError when none."""
         ids = await self._sessions.ids(key)
         if not await self._assets.delete(ids.realm_id, PERSONA_ASSET, user_id):
             raise NotFoundError(f"user {user_id} has no persona in realm {key.realm}")
-        (await self._of_realm(ids.realm_id)).pop(user_id, None)
 
-    async def description(self, realm_id: int, user_id: str | None) -> str:
-        """The description of the persona of platform user ``user_id`` in the realm ("" when
-        none). Only the id counts: a display name is anyone's to take, so another player named
-        like a persona never gets its description."""
-        if user_id is None:
-            return ""
-        found = (await self._of_realm(realm_id)).get(user_id)
-        return found[1] if found is not None else ""
+    async def admit(
+        self, key: SessionKey, lines: Sequence[UserLine]
+    ) -> tuple[SessionIds, list[UserLine]]:
+        """The session's ids and ``lines`` with each speaker named by their persona, in one
+        read that also refuses a closed session
+        (:class:`~engine.turns.errors.SessionClosedError`)."""
+        ids = await self._sessions.ids(key)
+        wanted = [(_KIND, user_id) for user_id in sorted({line.speaker.id for line in lines})]
+        async with self._sessions.storage.read() as uow:
+            session = await uow.sessions.get(ids.session_id)
+            found = await uow.assets.get_many(ids.realm_id, wanted) if wanted else []
+        self._sessions.refuse(key, session)
+        return ids, _named(lines, {asset.name: _values(asset) for asset in found})
 
-    async def name_speakers(self, realm_id: int, lines: Sequence[UserLine]) -> list[UserLine]:
-        """The lines with each speaker named by their persona, where they have one."""
-        personas = await self._of_realm(realm_id)
-        out: list[UserLine] = []
-        for line in lines:
-            persona = personas.get(line.speaker.id)
-            if persona is not None and persona[0] != line.speaker.name:
-                speaker = Speaker(id=line.speaker.id, name=persona[0])
-                line = UserLine(speaker=speaker, text=line.text, ref=line.ref)
-            out.append(line)
-        return out
 
-    async def _of_realm(self, realm_id: int) -> dict[str, tuple[str, str]]:
-        found = self._by_realm.get(realm_id)
-        if found is None:
-            found = {
-                a.name: (str(a.data.get("name", a.name)), str(a.data.get("description", "")))
-                for a in await self._assets.list(realm_id, PERSONA_ASSET)
-            }
-            self._by_realm[realm_id] = found
-        return found
+def _named(lines: Sequence[UserLine], personas: dict[str, tuple[str, str]]) -> list[UserLine]:
+    """``lines`` with each speaker named by their persona in ``personas``, where they have one."""
+    out: list[UserLine] = []
+    for line in lines:
+        persona = personas.get(line.speaker.id)
+        if persona is not None and persona[0] != line.speaker.name:
+            speaker = Speaker(id=line.speaker.id, name=persona[0])
+            line = UserLine(speaker=speaker, text=line.text, ref=line.ref)
+        out.append(line)
+    return out

@@ -231,7 +231,7 @@ class Previews:
                 snapshot=self._profiles.snapshot(session, read.assets.profiles),
                 phase=phase,
                 memory=memory_items,
-                persona=await self._personas.description(session.realm_id, read.user_id),
+                persona=read.persona,
             ),
             model_for=self._model_for,
             tools=tools,

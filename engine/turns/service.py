@@ -47,6 +47,7 @@ from engine.turns.api import (
     Scope,
     SessionInfo,
     SessionKey,
+    SessionState,
     Speaker,
     UserLine,
     VariableWrite,
@@ -288,6 +289,11 @@ class TavernService:
     async def session_info(self, key: SessionKey) -> SessionInfo:
         """Describe a session; NotFoundError when it does not exist."""
         return await self.parts.sessions.info(key)
+
+    async def session_state(self, key: SessionKey) -> SessionState | None:
+        """The session's row as front ends check it per message; None when it does not
+        exist."""
+        return await self.parts.sessions.state(key)
 
     async def close_session(self, key: SessionKey) -> None:
         """Close the session: kept, turns refused until it is opened again."""

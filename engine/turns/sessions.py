@@ -2,9 +2,11 @@
 session and branch ids, the session's settings (read and updated), opening, describing and
 closing a session.
 
-A session's closed flag is a key of its settings JSON (``closed``), cached per process (read
-once, updated by the calls here) so a turn costs no extra round trip; another process closing
-the session is seen after a restart.
+Several processes may serve one database, so only what never changes is cached here: a
+session key's ids and a branch's row (branches are never renamed nor deleted). Everything a
+session's settings say (the closed flag, a key of the settings JSON, and the current branch) is
+read through: one primary-key read per turn, so a session closed or switched by another
+process is seen by the next turn here.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ from engine.ports import EventSink, Storage
 from engine.timeline.errors import TimelineNotFoundError
 from engine.timeline.service import TimelineService
 from engine.timeline.values import MAIN_BRANCH, Branch, Session, SessionSettings
-from engine.turns.api import REPLY_POLICIES, BranchInfo, ReplyPolicy, SessionInfo, SessionKey
+from engine.turns.api import (
+    REPLY_POLICIES,
+    BranchInfo,
+    ReplyPolicy,
+    SessionInfo,
+    SessionKey,
+    SessionState,
+)
 from engine.turns.errors import SessionClosedError
 from engine.turns.events import emit
 from engine.turns.notes import session_note
@@ -65,9 +74,14 @@ class Sessions:
         # What every session created here starts with; existing sessions keep theirs.
         self._defaults = defaults
         self._events = events
+        # Immutable once stored (see the module docstring): safe to keep in every process.
         self._ids: dict[SessionKey, SessionIds] = {}
         self._branches: dict[tuple[int, str], Branch] = {}
-        self._closed: dict[int, bool] = {}
+
+    @property
+    def storage(self) -> Storage:
+        """The storage the sessions are read from (for reads joined to a session's)."""
+        return self._storage
 
     async def ids(self, key: SessionKey) -> SessionIds:
         """The ids of the session ``key``; TimelineNotFoundError when it was never started."""
@@ -94,7 +108,7 @@ class Sessions:
 
     async def settings(self, session_id: int) -> Session:
         """The session as stored now (its settings with it)."""
-        async with self._storage.unit_of_work() as uow:
+        async with self._storage.read() as uow:
             return await uow.sessions.get(session_id)
 
     async def update(self, session_id: int, **changes: Any) -> Session:
@@ -120,7 +134,6 @@ class Sessions:
         if not info.closed:
             return info
         await self.update(ids.session_id, **{CLOSED_SETTING: False})
-        self._closed[ids.session_id] = False
         emit(self._events, "session.reopened", session=key.key)
         return await self.info(key)
 
@@ -129,22 +142,49 @@ class Sessions:
         :class:`~engine.turns.errors.SessionClosedError` until :meth:`open` reopens it."""
         ids = await self.ids(key)
         await self.update(ids.session_id, **{CLOSED_SETTING: True})
-        self._closed[ids.session_id] = True
         emit(self._events, "session.closed", session=key.key)
 
     async def refuse_closed(self, key: SessionKey) -> SessionIds:
-        """The session's ids; SessionClosedError while the session is closed."""
+        """The session's ids; SessionClosedError while the session is closed (read from the
+        database each time: another process may have closed or reopened it)."""
         ids = await self.ids(key)
-        closed = self._closed.get(ids.session_id)
-        if closed is None:
-            session = await self.settings(ids.session_id)
-            closed = bool(session.settings.extra.get(CLOSED_SETTING))
-            self._closed[ids.session_id] = closed
-        if closed:
+        self.refuse(key, await self.settings(ids.session_id))
+        return ids
+
+    @staticmethod
+    def refuse(key: SessionKey, session: Session) -> None:
+        """SessionClosedError when ``session`` (the row of ``key``, just read) is closed."""
+        if session.settings.extra.get(CLOSED_SETTING):
             raise SessionClosedError(
                 f"session {key.platform}:{key.key} is closed; start it again to play"
             )
-        return ids
+
+    async def state(self, key: SessionKey) -> SessionState | None:
+        """The session's :class:`SessionState` from its row (one read), None when ``key``
+        has no session."""
+        ids = self._ids.get(key)
+        if ids is None:
+            session = await self._timeline.find_session(key.platform, key.key)
+            if session is None:
+                return None
+            self._ids[key] = SessionIds(session_id=session.id, realm_id=session.realm_id)
+        else:
+            session = await self.settings(ids.session_id)
+        s = session.settings
+        return SessionState(
+            key=key,
+            closed=bool(s.extra.get(CLOSED_SETTING)),
+            character=s.character,
+            reply_policy=_POLICIES.get(s.reply_policy or ""),
+            current_branch=str(s.extra.get(CURRENT_BRANCH_SETTING) or MAIN_BRANCH),
+        )
+
+    async def current_branch(self, key: SessionKey) -> str:
+        """The branch the session plays on when the platform does not name one (read from
+        the session's row: another process may have switched it)."""
+        ids = await self.ids(key)
+        session = await self.settings(ids.session_id)
+        return str(session.settings.extra.get(CURRENT_BRANCH_SETTING) or MAIN_BRANCH)
 
     async def info(self, key: SessionKey) -> SessionInfo:
         """Describe a session; NotFoundError when it does not exist."""

@@ -142,6 +142,20 @@ class SessionInfo:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SessionState:
+    """What a front end checks before each message, read from the session's row alone (no
+    branches), so it is cheap enough to read every time instead of caching it: another
+    process may have closed the session, swapped its character or changed its policy."""
+
+    key: SessionKey
+    closed: bool
+    character: str | None
+    reply_policy: ReplyPolicy | None
+    """None: the front end's default."""
+    current_branch: str = MAIN_BRANCH
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class VariableWrite:
     """One entry of a variable's history: who wrote which value where."""
 

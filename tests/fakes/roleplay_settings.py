@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from engine.errors import ConfigurationError, NotFoundError
 from engine.prompt.inputs import AuthorNote
 from engine.timeline.values import SessionSettings
-from engine.turns.api import OptionSpec, SessionInfo, SessionKey
+from engine.turns.api import OptionSpec, SessionInfo, SessionKey, SessionState
 from engine.turns.notes import check_note
 from engine.turns.options import SESSION_OPTION_SPECS, option_changes
 from tests.fakes.roleplay_state import FakeSession
@@ -22,6 +22,7 @@ class _Host(Protocol):
 
     calls: list[tuple[str, Any]]
     personas: dict[tuple[str, str], tuple[str, str]]
+    sessions: dict[SessionKey, FakeSession]
 
     def _session(self, key: SessionKey) -> FakeSession: ...
     async def session_info(self, key: SessionKey) -> SessionInfo: ...
@@ -29,6 +30,19 @@ class _Host(Protocol):
 
 class FakeSessionSettings:
     """Session options, the Author's Note, global writes and personas of the fake service."""
+
+    async def session_state(self: _Host, key: SessionKey) -> SessionState | None:
+        """The session's row as front ends check it per message (None: no session)."""
+        session = self.sessions.get(key)
+        if session is None:
+            return None
+        return SessionState(
+            key=key,
+            closed=session.closed,
+            character=session.character,
+            reply_policy=session.settings.reply_policy,  # type: ignore[arg-type]
+            current_branch=session.current_branch,
+        )
 
     async def set_session_option(
         self: _Host, key: SessionKey, name: str, value: str
