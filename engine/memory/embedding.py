@@ -60,6 +60,9 @@ MAX_QUERY_CHARS = 2000
 """The message is cut to this many characters before it is embedded."""
 HASH_CHARS = 16
 """Hex characters of a unit text's hash kept with its vector."""
+VECTOR_CACHE_RECORDS = 20_000
+"""Records whose vectors a turn keeps for the next (a record's vectors are read once, not on
+every turn); only records with every unit embedded are kept."""
 _EMBEDDABLE = frozenset({Lifecycle.ACTIVE, Lifecycle.COMPACTED})
 
 
@@ -123,6 +126,7 @@ class SemanticMemory:
         self.query_timeout_s = query_timeout_s
         self.cache_size = cache_size
         self._cache: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        self._vectors: OrderedDict[str, tuple[UnitVector, ...]] = OrderedDict()
         self._degraded = False
 
     @property
@@ -219,23 +223,42 @@ class SemanticMemory:
         if query is None:
             return None
         try:
-            stored = await self.store.load([r.id for r in records], self.model)
+            stored = await self._stored_vectors(records)
         except EngineError as exc:
             log.warning("memory ranks with BM25 alone: vectors not loaded: %s", exc)
             return None
-        by_id = {r.id: r for r in records}
-        texts: dict[str, tuple[str, ...]] = {}
         units: dict[str, tuple[float, ...]] = {}
-        for item in stored:
-            record = by_id.get(item.record_id)
-            if record is None or item.dims != len(query):
+        for record in records:
+            vectors = stored.get(record.id, ())
+            if not vectors:
                 continue
-            if record.id not in texts:
-                texts[record.id] = tuple(u.display for u in units_of(record))
-            shown = texts[record.id]
-            index = item.unit_index
-            if 0 <= index < len(shown) and unit_hash(shown[index]) == item.text_hash:
-                units[item.unit_id] = item.vector
+            shown = [unit_hash(u.display) for u in units_of(record)]
+            for item in vectors:
+                index = item.unit_index
+                fresh = 0 <= index < len(shown) and shown[index] == item.text_hash
+                if not fresh:
+                    self._vectors.pop(record.id, None)  # re-read once it is embedded again
+                elif item.dims == len(query):
+                    units[item.unit_id] = item.vector
         if not units:
             return None
         return SemanticSignal(query=query, units=units)
+
+    async def _stored_vectors(
+        self, records: Sequence[MemoryRecord]
+    ) -> dict[str, tuple[UnitVector, ...]]:
+        """Each record's vectors of this model: from the cache, the rest from the store."""
+        found = {r.id: self._vectors[r.id] for r in records if r.id in self._vectors}
+        missing = [r for r in records if r.id not in found]
+        if missing:
+            grouped: dict[str, list[UnitVector]] = {}
+            for item in await self.store.load([r.id for r in missing], self.model):
+                grouped.setdefault(item.record_id, []).append(item)
+            for record in missing:
+                vectors = tuple(grouped.get(record.id, ()))
+                found[record.id] = vectors
+                if vectors and len(vectors) == len(units_of(record)):
+                    self._vectors[record.id] = vectors
+            while len(self._vectors) > VECTOR_CACHE_RECORDS:
+                self._vectors.popitem(last=False)
+        return found

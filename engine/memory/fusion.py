@@ -11,6 +11,7 @@ its BM25 relevance when a signal is given.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -47,6 +48,13 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norm if norm > 0 else 0.0
 
 
+def dot(a: Sequence[float], b: Sequence[float]) -> float:
+    """The dot product: the cosine of two vectors of length 1 (0 when lengths differ)."""
+    if len(a) != len(b):
+        return 0.0
+    return float(sum(map(operator.mul, a, b)))
+
+
 def normalise(vector: Sequence[float]) -> Vector:
     """``vector`` scaled to length 1 (a zero vector stays zero)."""
     norm = math.sqrt(math.fsum(x * x for x in vector))
@@ -60,7 +68,9 @@ def _ranked(scores: Mapping[str, float]) -> list[str]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SemanticSignal:
-    """The query's vector and the candidate units' vectors (unit id -> vector), one model.
+    """The query's vector and the candidate units' vectors (unit id -> vector), one model,
+    each of length 1 (:func:`normalise`; the memory service stores them so), so a cosine is a
+    plain dot product: this runs on a turn's path over every candidate unit.
 
     Units without a vector (not embedded yet, or embedded from older text) simply take no
     part in the embedding ranking; BM25 still ranks them.
@@ -75,7 +85,7 @@ class SemanticSignal:
     def similarities(self, ids: Sequence[str] | None = None) -> dict[str, float]:
         """Cosine of each unit (of ``ids``, default all) with the query."""
         wanted = self.units.keys() if ids is None else (i for i in ids if i in self.units)
-        return {i: cosine(self.query, self.units[i]) for i in wanted}
+        return {i: dot(self.query, self.units[i]) for i in wanted}
 
     def fuse(self, relevance: Mapping[str, float]) -> dict[str, float]:
         """BM25 ``relevance`` (unit id -> [0, 1]) fused with the embedding ranking by RRF,

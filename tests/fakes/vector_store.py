@@ -14,6 +14,8 @@ class InMemoryVectorStore:
         self.vectors: dict[str, UnitVector] = {}
         self.known_records = known_records
         self.saves = 0
+        self.loaded: list[list[str]] = []
+        """The record ids of each ``load`` call."""
 
     async def stored(self, record_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         wanted = set(record_ids)
@@ -22,6 +24,7 @@ class InMemoryVectorStore:
         }
 
     async def load(self, record_ids: Sequence[str], model: str) -> list[UnitVector]:
+        self.loaded.append(list(record_ids))
         wanted = set(record_ids)
         return [v for v in self.vectors.values() if v.record_id in wanted and v.model == model]
 

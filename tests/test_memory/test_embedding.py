@@ -17,13 +17,22 @@ from engine.memory.embedding import (
     MAX_QUERY_CHARS,
     QUERY_CACHE_SIZE,
     QUERY_EMBED_TIMEOUT_S,
+    VECTOR_CACHE_RECORDS,
     SemanticMemory,
     embed_scope,
     pending_units,
     unit_hash,
 )
 from engine.memory.errors import MemoryPolicyError
-from engine.memory.fusion import RRF_K, SEMANTIC_TOP_K, SemanticSignal, cosine, normalise, rrf
+from engine.memory.fusion import (
+    RRF_K,
+    SEMANTIC_TOP_K,
+    SemanticSignal,
+    cosine,
+    dot,
+    normalise,
+    rrf,
+)
 from engine.memory.injection import InjectionPolicy, select_memories
 from engine.memory.jobs import JobType
 from engine.memory.records import Lifecycle, MemoryKind
@@ -82,6 +91,7 @@ def test_cosine_and_normalise() -> None:
     assert cosine((1.0, 0.0), (0.0, 3.0)) == 0.0
     assert cosine((1.0,), (1.0, 0.0)) == 0.0 and cosine((0.0, 0.0), (1.0, 0.0)) == 0.0
     assert normalise((3.0, 4.0)) == pytest.approx((0.6, 0.8))
+    assert dot((0.6, 0.8), (0.6, 0.8)) == pytest.approx(1.0) and dot((1.0,), (1.0, 0.0)) == 0.0
 
 
 def test_fuse_lifts_a_unit_only_the_embedding_finds() -> None:
@@ -101,7 +111,7 @@ def test_fuse_lifts_a_unit_only_the_embedding_finds() -> None:
 
 def test_only_the_top_k_of_the_embedding_ranking_take_part() -> None:
     ids = [f"u{i}#0" for i in range(SEMANTIC_TOP_K + 5)]
-    units = {uid: (1.0, 0.01 * n) for n, uid in enumerate(ids)}  # cosine falls with n
+    units = {uid: normalise((1.0, 0.01 * n)) for n, uid in enumerate(ids)}  # falls with n
     fused = SemanticSignal(query=(1.0, 0.0), units=units).fuse(dict.fromkeys(ids, 0.0))
     assert sum(1 for v in fused.values() if v > 0) == SEMANTIC_TOP_K
     assert fused[ids[0]] == 1.0 and fused[ids[-1]] == 0.0
@@ -245,3 +255,23 @@ def test_the_embed_scope_is_one_per_session() -> None:
     scope = JobScope.parse(SCOPE.key)
     assert scope == SCOPE and scope.session_id == view(1).session_id
     assert JobType.EMBED.value == "embed"
+
+
+async def test_turns_read_a_record_s_vectors_once_until_its_text_changes() -> None:
+    repo = InMemoryMemoryRepository()
+    await repo.add_records([record("f-1", "Maya's automobile"), record("f-2", "the harbour")])
+    semantic, store, _ = _semantic(repo)
+    await semantic.run(repo, SCOPE, T0)
+    await repo.add_records([record("f-3", "a new fact, not embedded yet")])
+    records = list(repo.records.values())
+    first = await semantic.signal(records, "car")
+    assert first is not None and set(first.units) == {"f-1#0", "f-2#0"}
+    second = await semantic.signal(records, "car")
+    assert second is not None and second.units == first.units
+    assert store.loaded == [["f-1", "f-2", "f-3"], ["f-3"]]  # only the unembedded one again
+    changed = replace(repo.records["f-1"], text="Maya's bicycle")
+    third = await semantic.signal([changed, repo.records["f-2"]], "car")
+    assert third is not None and set(third.units) == {"f-2#0"}  # a stale vector is not used
+    await semantic.signal([changed], "car")
+    assert store.loaded[-1] == ["f-1"]  # dropped from the cache, read again
+    assert VECTOR_CACHE_RECORDS >= 1000
