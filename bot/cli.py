@@ -28,6 +28,7 @@ from bot.cli_commands import (
     memory,
     prompt,
     run,
+    web,
 )
 from bot.config import ConfigError, Settings, load_settings
 from engine.errors import ConfigurationError as EngineConfigurationError
@@ -55,6 +56,7 @@ COMMANDS: Final[tuple[Callable[[Subcommands], None], ...]] = (
     memory.register,
     prompt.register,
     run.register,
+    web.register,
 )
 """Every command group's ``register``, in name order (the order ``--help`` lists them)."""
 
