@@ -356,9 +356,14 @@ async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | N
             started.append("discord")
         if _secret(settings.telegram.token):
             from adapters.telegram.runner import TelegramRunner
-            from bot.platforms import telegram_config
+            from bot.platforms import telegram_config, telegram_coordination
 
-            telegram_runner = TelegramRunner(app.service, telegram_config(settings.telegram))
+            telegram_runner = TelegramRunner(
+                app.service,
+                telegram_config(settings.telegram),
+                coordination=telegram_coordination(app.storage),
+                owner=app.service.leases.owner,
+            )
             await telegram_runner.start()
             fronts.push_async_callback(telegram_runner.stop)
             started.append("telegram")

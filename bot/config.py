@@ -149,6 +149,9 @@ class TelegramSettings(_Section):
     webhook_secret: SecretStr | None = None
     allowed_users: list[int] = Field(default_factory=list)
     batch_lines: bool = True
+    leader_lease_s: float = Field(default=30.0, gt=0)
+    """With several polling processes on one PostgreSQL database: how long the poller role
+    lasts unrenewed (a killed leader is replaced after it)."""
 
 
 class ConsoleSettings(_Section):

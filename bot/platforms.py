@@ -15,6 +15,8 @@ from bot.config import DiscordSettings, TelegramSettings
 
 if TYPE_CHECKING:
     from adapters.discord.options import DiscordOptions
+    from adapters.storage import SqlStorage
+    from adapters.storage.telegram_repo import SqlTelegramCoordination
     from adapters.telegram.config import TelegramConfig
 
 
@@ -59,4 +61,16 @@ def telegram_config(section: TelegramSettings) -> TelegramConfig:
         webhook_secret=secret.get_secret_value() if secret is not None else None,
         allowed_users=frozenset(section.allowed_users),
         batch_lines=section.batch_lines,
+        leader_lease_s=section.leader_lease_s,
     )
+
+
+def telegram_coordination(storage: SqlStorage | None) -> SqlTelegramCoordination | None:
+    """What lets several processes serve one Telegram bot: the shared update ledger and the
+    poller role, on PostgreSQL; None on SQLite, which serves one process (its own memory of
+    seen updates is enough there)."""
+    if storage is None or storage.engine.dialect.name != "postgresql":
+        return None
+    from adapters.storage.telegram_repo import SqlTelegramCoordination
+
+    return SqlTelegramCoordination(storage.engine)

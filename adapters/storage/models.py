@@ -248,3 +248,4 @@ class VariableSnapshotRow(Base):
 
 # The memory tables live in their own module; importing it here puts them on Base.metadata.
 from adapters.storage import memory_models as _memory_models  # noqa: E402,F401
+from adapters.storage import telegram_models as _telegram_models  # noqa: E402,F401

@@ -22,6 +22,7 @@ from adapters.storage.models import (
     VariableSnapshotRow,
     VariableValueRow,
 )
+from adapters.storage.telegram_models import RoleLeaseRow, TelegramUpdateRow
 
 # SQLAlchemy types a mapped class's ``__table__`` as the wider ``FromClause``; a declarative
 # class with columns always has a ``Table`` there, which the statements need (``.c``, inserts).
@@ -40,3 +41,5 @@ SNAPSHOT = cast(Table, VariableSnapshotRow.__table__)
 RECORD = cast(Table, MemoryRecordRow.__table__)
 RELATION = cast(Table, MemoryRelationRow.__table__)
 JOB = cast(Table, MemoryJobRow.__table__)
+TELEGRAM_UPDATE = cast(Table, TelegramUpdateRow.__table__)
+ROLE_LEASE = cast(Table, RoleLeaseRow.__table__)

@@ -42,6 +42,8 @@ VARS_SHOWN = 50
 """How many variables one ``/vars`` answer lists."""
 VALUE_SHOWN_CHARS = 300
 """A longer variable value is cut in listings."""
+LEADER_LEASE_S = 30.0
+"""How long the poller role lasts without renewal: a killed leader is replaced after this."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,3 +74,5 @@ class TelegramConfig:
     use_drafts: bool = True
     batch_lines: bool = True
     """Lines sent while a turn runs share the next floor (False: one floor per message)."""
+    leader_lease_s: float = LEADER_LEASE_S
+    """With several polling processes on one database, the poller role's lease."""

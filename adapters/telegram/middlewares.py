@@ -4,6 +4,8 @@
 lock while the update is handled (so one chat's updates run one at a time, in delivery order),
 collects role-play text into the chat's inbox before waiting (see :mod:`.inbox`),
 remembers the highest update id handled and counts updates in flight so shutdown can drain them.
+With several processes (``shared``), an update another process took is dropped too, and a
+chat's update waits for the earlier ones other processes handle (see :mod:`.updates_seen`).
 :class:`AllowListMiddleware` refuses private chats of users not in the configured list.
 """
 
@@ -18,12 +20,14 @@ from aiogram import BaseMiddleware
 from aiogram.types import CallbackQuery, Chat, Message, TelegramObject, Update, User
 
 from adapters.telegram.state import ChatState
+from adapters.telegram.updates_seen import SharedUpdates
 
 log = logging.getLogger("tavernbot.telegram.middlewares")
 Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
 
 
-def _chat_of(update: Update) -> Chat | None:
+def chat_of(update: Update) -> Chat | None:
+    """The chat an update belongs to (None for updates outside chats)."""
     if update.message is not None:
         return update.message.chat
     if update.edited_message is not None:
@@ -39,9 +43,15 @@ class OrderMiddleware(BaseMiddleware):
     """Serialises each chat's updates and tracks what is in flight (see the module docstring)."""
 
     def __init__(
-        self, state: ChatState, allowed: frozenset[int] = frozenset(), *, batch: bool = True
+        self,
+        state: ChatState,
+        allowed: frozenset[int] = frozenset(),
+        *,
+        batch: bool = True,
+        shared: SharedUpdates | None = None,
     ) -> None:
         self.state = state
+        self.shared = shared
         self.allowed = allowed
         self.batch = batch
         self.last_update_id: int | None = None
@@ -55,14 +65,19 @@ class OrderMiddleware(BaseMiddleware):
         if not self.state.first_sight(event.update_id):
             log.info("update %s delivered again; dropped", event.update_id)
             return None
+        chat = chat_of(event)
+        if self.shared is not None and not await self.shared.admit(
+            event.update_id, chat.id if chat is not None else None
+        ):
+            log.info("update %s was taken by another process; dropped", event.update_id)
+            return None
         if self.last_update_id is None or event.update_id > self.last_update_id:
             self.last_update_id = event.update_id
         self.in_flight += 1
         self._idle.clear()
         try:
-            chat = _chat_of(event)
             if chat is None:
-                return await handler(event, data)
+                return await self._finishing(handler, event, data)
             # Collected before waiting for the chat, so that lines arriving during a turn
             # are all in the next floor.
             if self._is_line(event.message):
@@ -70,11 +85,24 @@ class OrderMiddleware(BaseMiddleware):
             if not self.batch or not self._is_line(event.message):
                 self.state.inbox.seal(chat.id)
             async with self.state.ordered(chat.id):
-                return await handler(event, data)
+                if self.shared is not None:
+                    await self.shared.wait_turn(event.update_id, chat.id)
+                return await self._finishing(handler, event, data)
         finally:
             self.in_flight -= 1
             if self.in_flight == 0:
                 self._idle.set()
+
+    async def _finishing(self, handler: Handler, event: Update, data: dict[str, Any]) -> Any:
+        """Handle the update, then tell the other processes it is done."""
+        try:
+            return await handler(event, data)
+        finally:
+            if self.shared is not None:
+                try:
+                    await self.shared.finish(event.update_id)
+                except Exception:  # its claim stops blocking the chat when this lease ends
+                    log.exception("could not mark update %s handled", event.update_id)
 
     def _is_line(self, message: Message | None) -> TypeGuard[Message]:
         """Whether the message is role-play text the messages router will play."""

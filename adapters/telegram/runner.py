@@ -6,6 +6,13 @@ a Dispatcher with the routers and middlewares, registers the commands, then rece
 long polling (``handle_signals=False``: the composition root owns signals) or through a webhook
 served by aiohttp. ``stop()`` stops receiving, lets the updates in flight finish, confirms the
 last handled update to Telegram so a restart does not see it again, and closes the session.
+
+With ``coordination`` (the database shared by several processes, PostgreSQL), every process
+claims each update before handling it, so a redelivered update is answered once and a chat's
+updates run in order across processes (:mod:`.updates_seen`, :mod:`.webhook`); in polling mode
+only the holder of the poller role polls, the others stand by and take over when its lease
+expires (:mod:`.leader`). Every webhook process registers the same ``webhook_url``: setWebhook
+with the same URL is idempotent.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from aiogram import Bot, Dispatcher
 from aiogram.client.default import DefaultBotProperties
@@ -27,16 +34,18 @@ from aiogram.exceptions import (
 )
 from aiogram.types import ErrorEvent
 from aiogram.utils.backoff import BackoffConfig
-from aiogram.webhook.aiohttp_server import SimpleRequestHandler
 from aiohttp import web
 
 from adapters.telegram.app import Frontend
 from adapters.telegram.config import TelegramConfig
+from adapters.telegram.leader import PollerLeader, RoleStore
 from adapters.telegram.middlewares import AllowListMiddleware, OrderMiddleware
 from adapters.telegram.retry import RetryMiddleware, Sleep
 from adapters.telegram.routers import build_routers
 from adapters.telegram.routers.commands import command_scopes
 from adapters.telegram.state import ChatState
+from adapters.telegram.updates_seen import SharedUpdates, UpdateLedger
+from adapters.telegram.webhook import ClaimingRequestHandler
 from engine.errors import ConfigurationError, UnavailableError
 from engine.turns.api import RoleplayService
 
@@ -44,6 +53,20 @@ log = logging.getLogger("tavernbot.telegram")
 DRAIN_TIMEOUT_S = 30.0
 """How long ``stop()`` waits for updates in flight before closing the session anyway."""
 BACKOFF_FACTOR = 1.5
+
+
+class Coordination(UpdateLedger, RoleStore, Protocol):
+    """The shared database's side of several processes serving one bot."""
+
+
+def bot_id_of(token: str) -> int:
+    """The bot's id: the number before the colon of its token."""
+    head = token.split(":", 1)[0]
+    if not head.isdigit():
+        raise ConfigurationError(
+            "the Telegram token ([telegram] token) does not start with the bot's id and a colon"
+        )
+    return int(head)
 
 
 class TelegramRunner:
@@ -56,6 +79,8 @@ class TelegramRunner:
         *,
         sleep: Sleep = asyncio.sleep,
         state: ChatState | None = None,
+        coordination: Coordination | None = None,
+        owner: str = "",
     ) -> None:
         self.service = service
         self.config = config
@@ -69,8 +94,23 @@ class TelegramRunner:
             config.token, session=session, default=DefaultBotProperties(parse_mode="HTML")
         )
         self.dispatcher = Dispatcher()
+        self.shared: SharedUpdates | None = None
+        self.leader: PollerLeader | None = None
+        if coordination is not None:
+            bot_id = bot_id_of(config.token)
+            self.shared = SharedUpdates(coordination, bot_id=bot_id, owner=owner)
+            if config.mode == "polling":
+                self.leader = PollerLeader(
+                    coordination,
+                    bot_id=bot_id,
+                    holder=owner,
+                    lease_s=config.leader_lease_s,
+                    start=self._start_polling,
+                    stop=self._stop_polling,
+                )
+        self._leading: asyncio.Task[None] | None = None
         self.order = OrderMiddleware(
-            self.frontend.state, config.allowed_users, batch=config.batch_lines
+            self.frontend.state, config.allowed_users, batch=config.batch_lines, shared=self.shared
         )
         self.dispatcher.update.outer_middleware(self.order)
         allow = AllowListMiddleware(config.allowed_users)
@@ -82,7 +122,7 @@ class TelegramRunner:
         self.dispatcher.startup.register(self._on_startup)
         self._polling: asyncio.Task[Any] | None = None
         self._web: web.AppRunner | None = None
-        self._webhook: SimpleRequestHandler | None = None
+        self._webhook: ClaimingRequestHandler | None = None
         self.webhook_port: int | None = None
 
     async def _on_startup(self) -> None:
@@ -111,6 +151,10 @@ class TelegramRunner:
             await self._register_commands()
             if self.config.mode == "webhook":
                 await self._start_webhook()
+            elif self.leader is not None:
+                # Lead now if the role is free (a start failure surfaces here), else stand by.
+                await self.leader.step()
+                self._leading = asyncio.create_task(self.leader.run(), name="telegram-leader")
             else:
                 await self._start_polling()
         except BaseException as exc:
@@ -118,6 +162,8 @@ class TelegramRunner:
             if self._web is not None:
                 await self._web.cleanup()
                 self._web = None
+            if self.leader is not None:
+                await self.leader.close()
             await self.bot.session.close()
             if isinstance(exc, Exception):
                 raise self._start_failure(exc) from exc
@@ -163,8 +209,8 @@ class TelegramRunner:
             await self._polling  # raises what made polling fail to start
 
     async def _start_webhook(self) -> None:
-        handler = SimpleRequestHandler(
-            self.dispatcher, self.bot, secret_token=self.config.webhook_secret
+        handler = ClaimingRequestHandler(
+            self.dispatcher, self.bot, shared=self.shared, secret_token=self.config.webhook_secret
         )
         app = web.Application()
         handler.register(app, path=self.config.webhook_path)
@@ -186,14 +232,24 @@ class TelegramRunner:
             allowed_updates=self.dispatcher.resolve_used_update_types(),
         )
 
-    async def stop(self) -> None:
-        """Stop receiving, drain updates in flight, confirm them, close the session."""
+    async def _stop_polling(self) -> None:
         if self._polling is not None:
             with contextlib.suppress(RuntimeError):
                 await self.dispatcher.stop_polling()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._polling
             self._polling = None
+
+    async def stop(self) -> None:
+        """Stop receiving, drain updates in flight, confirm them, close the session (and give
+        the poller role up, so a stand-by process takes over at once)."""
+        polled = self._polling is not None
+        if self._leading is not None:
+            self._leading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._leading
+            self._leading = None
+        await self._stop_polling()
         try:
             async with asyncio.timeout(DRAIN_TIMEOUT_S):
                 await self.order.drained()
@@ -203,10 +259,12 @@ class TelegramRunner:
             await self._web.cleanup()  # also closes the webhook handler's background tasks
             self._web = None
             await self.dispatcher.emit_shutdown(bot=self.bot)
-        elif self.order.last_update_id is not None:
+        elif self.order.last_update_id is not None and polled:
             # Confirm what was handled so the next start does not receive it again.
             with contextlib.suppress(TelegramAPIError):
                 await self.bot.get_updates(
                     offset=self.order.last_update_id + 1, timeout=0, limit=1
                 )
+        if self.leader is not None:
+            await self.leader.close()  # after the confirmation: the next leader starts past it
         await self.bot.session.close()

@@ -32,6 +32,8 @@ TABLES = {
     "memory_relation",
     "memory_job",
     "process_lease",
+    "telegram_update",
+    "role_lease",
     "alembic_version",
 }
 

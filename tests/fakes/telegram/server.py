@@ -7,7 +7,11 @@ Start it with ``async with FakeTelegramServer() as srv`` and point aiogram at ``
 Test side: build users and chats, inject updates (``send_text``, ``send_document``, ``press``,
 ``react``, ``create_topic``), read what the bot sent (``bot_messages``, ``calls``, ``wait_for``),
 script faults (``fail_next`` for any method, ``fail_polls`` for getUpdates outages) and, once a
-webhook is set, receive updates by POST instead of long polling.
+webhook is set, receive updates by POST instead of long polling. ``balance(urls)`` stands for
+a load balancer in front of the webhook URL (each delivery goes to the next of several
+processes) and ``redeliver`` posts an update again, as Telegram retries a webhook.
+``exclusive_polls = True`` answers a getUpdates that overlaps another with 409 Conflict, as
+Telegram does, and counts it in ``poll_conflicts``.
 
 Bounded: the server refuses requests after ``max_requests`` and shuts itself down after
 ``max_lifetime_s``; long polls wait at most ``max_poll_s``.
@@ -42,6 +46,8 @@ DROP = 0
 MAX_LIFETIME_S = 120.0
 MAX_REQUESTS = 50_000
 MAX_POLL_S = 2.0
+POLL_CHECK_S = 0.1
+"""How often a waiting long poll checks whether its client went away."""
 _JSON_FIELDS = frozenset(
     {
         "reply_markup",
@@ -111,9 +117,20 @@ class FakeTelegramServer(Scenes):
         self.updates: list[Json] = []
         self.delivered: dict[int, int] = {}
         self.webhook_posts: list[int] = []
+        self.updates_sent: list[Json] = []
+        """Every update posted to the webhook, in order (redeliveries not repeated)."""
         self.listeners: list[Callable[[Call], None]] = []
         """Called with every recorded call (cheap hooks for benchmarks)."""
         self.allowed_updates: frozenset[str] = DEFAULT_UPDATE_TYPES
+        self.webhook_targets: list[str] = []
+        self.webhook_deliveries: list[tuple[int, str]] = []
+        """(update id, URL) of every successful webhook delivery, in order."""
+        self.exclusive_polls = False
+        self.poll_conflicts = 0
+        self.polls_now = 0
+        self.max_polls_at_once = 0
+        self._next_target = itertools.count()
+        self._pick: Callable[[Json], int] | None = None
         self._confirmed = 0
         self._update_ids = itertools.count(1)
         self._user_ids = itertools.count(1000)
@@ -277,6 +294,22 @@ class FakeTelegramServer(Scenes):
                 request.transport.close()
                 return web.Response(status=502)
             return self._error(502, "Bad Gateway")
+        if self.exclusive_polls and self.polls_now > 0:
+            self.poll_conflicts += 1
+            await self._record(Call("getUpdates", params, 409))
+            return self._error(
+                409,
+                "Conflict: terminated by other getUpdates request; "
+                "make sure that only one bot instance is running",
+            )
+        self.polls_now += 1
+        self.max_polls_at_once = max(self.max_polls_at_once, self.polls_now)
+        try:
+            return await self._long_poll(request, params)
+        finally:
+            self.polls_now -= 1
+
+    async def _long_poll(self, request: web.Request, params: Json) -> web.StreamResponse:
         if params.get("allowed_updates") is not None:
             allowed = params["allowed_updates"]
             self.allowed_updates = frozenset(allowed) if allowed else DEFAULT_UPDATE_TYPES
@@ -290,10 +323,12 @@ class FakeTelegramServer(Scenes):
             while not self.stopped:
                 batch = self._deliverable()[:limit]
                 remaining = deadline - time.monotonic()
-                if batch or remaining <= 0:
+                gone = request.transport is None or request.transport.is_closing()
+                if batch or remaining <= 0 or gone:
                     break
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), remaining)
+                    # Short waits: a client that went away (killed) ends its poll soon.
+                    await asyncio.wait_for(self._changed.wait(), min(remaining, POLL_CHECK_S))
             batch = [] if self.stopped else self._deliverable()[:limit]
         for update in batch:
             self.delivered[update["update_id"]] = self.delivered.get(update["update_id"], 0) + 1
@@ -320,20 +355,37 @@ class FakeTelegramServer(Scenes):
             self.updates.append(update)
             self._changed.notify_all()
         if self.world.webhook.get("url"):
+            self.updates_sent.append(update)
             self._spawn(self._post_webhook(update))
         return update
 
+    def balance(self, urls: list[str], pick: Callable[[Json], int] | None = None) -> None:
+        """Deliver webhook updates to ``urls`` in turn, or to ``urls[pick(update)]`` (a load
+        balancer in front of the registered URL, which must be set too)."""
+        self.webhook_targets = list(urls)
+        self._pick = pick
+
+    def redeliver(self, update_id: int) -> None:
+        """Post update ``update_id`` to the webhook again (to the next balanced target)."""
+        update = next(u for u in self.updates_sent if u["update_id"] == update_id)
+        self._spawn(self._post_webhook(update))
+
     async def _post_webhook(self, update: Json) -> None:
         hook = self.world.webhook
+        url = str(hook["url"])
+        if self.webhook_targets:
+            index = next(self._next_target) if self._pick is None else self._pick(update)
+            url = self.webhook_targets[index % len(self.webhook_targets)]
         headers = {}
         if hook.get("secret_token"):
             headers["X-Telegram-Bot-Api-Secret-Token"] = str(hook["secret_token"])
         async with aiohttp.ClientSession() as session:
             for _attempt in range(5):
                 try:
-                    async with session.post(hook["url"], json=update, headers=headers) as resp:
+                    async with session.post(url, json=update, headers=headers) as resp:
                         if resp.status == 200:
                             self.webhook_posts.append(update["update_id"])
+                            self.webhook_deliveries.append((update["update_id"], url))
                             self._confirmed = max(self._confirmed, update["update_id"] + 1)
                             return
                 except aiohttp.ClientError:

@@ -1,0 +1,51 @@
+"""The webhook endpoint shared by several processes behind one URL.
+
+:class:`ClaimingRequestHandler` is aiogram's request handler (which answers Telegram at once and
+handles the update in a background task it owns) with one step added before the answer: the
+update is claimed in the shared ledger (:mod:`.updates_seen`). A redelivered update that another
+process claimed is acknowledged and dropped; and because the claim is written before Telegram
+hears back, an earlier update of the same chat is always recorded before a later one arrives,
+which is what lets the chat's updates run in order in whichever process takes them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiogram import Bot, Dispatcher
+from aiogram.types import Update
+from aiogram.webhook.aiohttp_server import SimpleRequestHandler
+from aiohttp import web
+
+from adapters.telegram.middlewares import chat_of
+from adapters.telegram.updates_seen import SharedUpdates
+
+log = logging.getLogger("tavernbot.telegram.webhook")
+
+
+class ClaimingRequestHandler(SimpleRequestHandler):
+    """aiogram's webhook handler that claims each update before acknowledging it."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        bot: Bot,
+        *,
+        shared: SharedUpdates | None,
+        secret_token: str | None = None,
+        **data: Any,
+    ) -> None:
+        super().__init__(dispatcher, bot, secret_token=secret_token, **data)
+        self.shared = shared
+
+    async def _handle_request_background(self, bot: Bot, request: web.Request) -> web.Response:
+        if self.shared is not None:
+            update = Update.model_validate(
+                await request.json(loads=bot.session.json_loads), context={"bot": bot}
+            )
+            chat = chat_of(update)
+            if not await self.shared.admit(update.update_id, chat.id if chat else None):
+                log.info("update %s was taken by another process; dropped", update.update_id)
+                return web.json_response({}, dumps=bot.session.json_dumps)
+        return await super()._handle_request_background(bot=bot, request=request)
