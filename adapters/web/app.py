@@ -17,10 +17,10 @@ from aiohttp import web
 
 from adapters.storage.uow import SqlStorage
 from adapters.storage.web_repo import SqlSessionDirectory, SqlWebTokens
-from adapters.web.auth import GATE_KEY, Gate, auth_middleware
+from adapters.web.auth import GATE_KEY, Gate, Handler, auth_middleware
 from adapters.web.context import CONTEXT, WebContext, WebOptions, exposure_warning
 from adapters.web.routes import setup_routes
-from adapters.web.templating import ENV_KEY, STATIC, build_environment
+from adapters.web.templating import ENV_KEY, STATIC, build_environment, render
 from engine.turns.service import TavernService
 
 log = logging.getLogger(__name__)
@@ -31,11 +31,28 @@ MAX_REQUEST_BYTES: Final = 16 * 1024 * 1024
 """Largest request body accepted (an uploaded card or chat fits)."""
 
 
+@web.middleware
+async def error_pages(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A refusal of a page (not ``/api/``) as a page with the same status and its one-line
+    reason, so a person sees why; API callers get the plain text."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400 or request.path.startswith(("/api/", "/static/")):
+            raise
+        reason = exc.text if exc.text and not exc.text.startswith(f"{exc.status}:") else exc.reason
+        return render(
+            request, "error.html", {"status": exc.status, "message": reason}, status=exc.status
+        )
+
+
 def build_web_app(
     service: TavernService, storage: SqlStorage, options: WebOptions
 ) -> web.Application:
     """The aiohttp application of the web page over ``service`` and its ``storage``."""
-    app = web.Application(middlewares=[auth_middleware], client_max_size=MAX_REQUEST_BYTES)
+    app = web.Application(
+        middlewares=[error_pages, auth_middleware], client_max_size=MAX_REQUEST_BYTES
+    )
     app[GATE_KEY] = Gate(SqlWebTokens(storage), configured=options.token)
     app[CONTEXT] = WebContext(
         service=service,

@@ -103,7 +103,7 @@ async def test_token_of_another_realm_sees_nothing_and_changes_nothing(
     assert (await served.client.get(f"{base}/timeline", headers=head)).status == 404
     assert (await served.client.get(f"{base}/variables", headers=head)).status == 404
     page = await served.client.get(f"/sessions/{served.session_id}/timeline", headers=head)
-    assert page.status == 404
+    assert page.status == 404 and "no such session" in await page.text()
     before = await served.service.variables(PLAYED, MAIN_BRANCH)
     write = await served.client.post(
         f"{base}/variables", json={"name": "mood", "value": "stolen"}, headers=head
