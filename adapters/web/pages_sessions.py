@@ -18,9 +18,6 @@ from engine.errors import EngineError
 from engine.turns.api import SessionInfo
 from engine.turns.options import option_lines
 
-MAX_QUERY_CHARS: Final = 200
-"""Longest search text accepted (longer is cut)."""
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionRow:
@@ -88,7 +85,7 @@ async def session_row(request: web.Request, entry: SessionEntry) -> SessionRow:
 async def listed_rows(request: web.Request) -> tuple[list[SessionRow], str, str]:
     """The rows the token may see, searched and filtered by the query string."""
     access = access_of(request)
-    query = request.query.get("q", "").strip()[:MAX_QUERY_CHARS]
+    query = request.query.get("q", "").strip()
     platform = request.query.get("platform", "").strip()
     entries = await context_of(request).directory.sessions(realm=access.realm)
     rows = []

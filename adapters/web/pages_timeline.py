@@ -5,6 +5,7 @@ tool-call records, the model and the token usage. ``/api/sessions/{id}/timeline`
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
@@ -113,8 +114,6 @@ def _floor_json(floor: FloorLine) -> dict[str, Any]:
 
 
 def _dumps(value: Any) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False, default=str)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from aiohttp import web
+from yarl import URL
 
 from adapters.web.auth import form_text, require_admin
 from adapters.web.context import context_of, session_key
@@ -197,9 +198,7 @@ async def _form_write(request: web.Request, *, delete: bool) -> web.StreamRespon
     raise web.HTTPSeeOther(location=str(_url(target, branch, None)))
 
 
-def _url(path: str, branch: str, error: str | None) -> Any:
-    from yarl import URL
-
+def _url(path: str, branch: str, error: str | None) -> URL:
     query = {"branch": branch or MAIN_BRANCH}
     if error:
         query["error"] = error
