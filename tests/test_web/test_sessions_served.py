@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import os
 import re
+import socket
 import sys
 from pathlib import Path
 
@@ -123,3 +124,37 @@ def test_config_check_warns_about_clear_text_off_loopback(
     assert "warning:" not in capsys.readouterr().out
     half = _config(tmp_path, 'tls_cert = "c.pem"\n')
     assert main(["--config", str(half), "config", "check"]) == 2
+
+
+async def test_a_taken_port_leaves_the_bot_running_without_its_page(tmp_path: Path) -> None:
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    try:
+        port = holder.getsockname()[1]
+        config = _config(tmp_path, f"port = {port}\n")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "DISCORD"))}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bot",
+            "--config",
+            str(config),
+            "run",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(b"/info\n"), STEP_TIMEOUT_S)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    await proc.wait()
+        assert proc.returncode == 0, err.decode()
+        assert "the web page is off" in err.decode() and "web access token" not in err.decode()
+        assert "session tavern" in out.decode()  # the console played on
+    finally:
+        holder.close()
