@@ -15,7 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,6 +141,15 @@ async def wait_until(
         if asyncio.get_running_loop().time() >= deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(poll_s)
+
+
+async def eventually(probe: Callable[[], Awaitable[bool]], *, wait_s: float, what: str) -> None:
+    """Wait until ``await probe()`` holds (a database read); fail naming ``what``."""
+    deadline = asyncio.get_running_loop().time() + wait_s
+    while not await probe():
+        if asyncio.get_running_loop().time() >= deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.1)
 
 
 def replies(tg: FakeTelegramServer, chat_id: int) -> list[str]:
