@@ -134,11 +134,12 @@ async def live_stream(request: web.Request) -> web.StreamResponse:
             if hub.closing:
                 break
             now = await _activity(request, entry.id)
-            if now != seen:
-                seen = now
-                await response.write(_frame("changed", {"activity": now}))
-            else:
-                await response.write(b": idle\n\n")  # finds a closed connection
+            frame = _frame("changed", {"activity": now}) if now != seen else b": idle\n\n"
+            seen = now
+            try:
+                await response.write(frame)  # an idle comment finds a closed connection too
+            except ConnectionResetError:  # the page was closed: the stream just ends
+                break
         return response
     finally:
         hub.release(waiter)

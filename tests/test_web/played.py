@@ -141,6 +141,21 @@ class PlayedServer:
         """Type ``line`` into the session's console (a message or a command)."""
         assert self.call(self.front.handle_line(line))
 
+    def issue(self, kind: str, realm: str | None) -> str:
+        """A new token of ``kind`` (``read`` or ``admin``) for ``realm`` (``platform:key``,
+        None: every realm)."""
+        from adapters.storage.web_repo import SqlWebTokens
+        from adapters.web.auth import check_kind, issue_token
+
+        store = SqlWebTokens(self.app.storage)
+        return str(
+            self.call(
+                issue_token(
+                    store, kind=check_kind(kind), realm=realm, label=f"t-{kind}-{id(object())}"
+                )
+            )
+        )
+
     def stop(self) -> None:
         """Stop serving and close the application (bounded by STOP_S)."""
         if self._loop is not None and self._stop is not None:
