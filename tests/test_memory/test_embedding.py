@@ -26,7 +26,9 @@ from engine.memory.embedding import (
 from engine.memory.errors import MemoryPolicyError
 from engine.memory.fusion import (
     RRF_K,
+    SEMANTIC_ONLY_WEIGHT,
     SEMANTIC_TOP_K,
+    FusionMode,
     SemanticSignal,
     cosine,
     dot,
@@ -94,27 +96,44 @@ def test_cosine_and_normalise() -> None:
     assert dot((0.6, 0.8), (0.6, 0.8)) == pytest.approx(1.0) and dot((1.0,), (1.0, 0.0)) == 0.0
 
 
-def test_fuse_lifts_a_unit_only_the_embedding_finds() -> None:
-    relevance = {"bm25#0": 1.0, "other#0": 0.5, "semantic#0": 0.0, "none#0": 0.0}
-    signal = SemanticSignal(
-        query=(1.0, 0.0),
-        units={"semantic#0": (1.0, 0.0), "bm25#0": (0.0, 1.0), "none#0": (-1.0, 0.0)},
-    )
-    fused = signal.fuse(relevance)
-    assert set(fused) == set(relevance)
-    assert max(fused.values()) == pytest.approx(1.0)
-    assert fused["semantic#0"] > 0 and fused["bm25#0"] > 0 and fused["other#0"] > 0
+def test_fill_keeps_bm25_and_adds_what_only_the_embedding_finds() -> None:
+    relevance = {"bm25#0": 1.0, "other#0": 0.5, "semantic#0": 0.0, "next#0": 0.0, "none#0": 0.0}
+    units = {
+        "semantic#0": (1.0, 0.0),
+        "next#0": normalise((1.0, 0.5)),
+        "bm25#0": (0.0, 1.0),
+        "none#0": (-1.0, 0.0),
+    }
+    fused = SemanticSignal(query=(1.0, 0.0), units=units).fuse(relevance)
+    assert fused["bm25#0"] == 1.0 and fused["other#0"] == 0.5  # BM25's own scores
+    assert fused["semantic#0"] == pytest.approx(SEMANTIC_ONLY_WEIGHT)
+    assert fused["next#0"] == pytest.approx(SEMANTIC_ONLY_WEIGHT * (RRF_K + 1) / (RRF_K + 2))
     assert fused["none#0"] == 0.0  # a negative cosine is not in the embedding ranking
     nothing = SemanticSignal(query=(1.0, 0.0), units={}).fuse({"a#0": 0.0})
     assert nothing == {"a#0": 0.0}
 
 
+def test_rrf_mode_fuses_both_rankings_for_every_unit() -> None:
+    relevance = {"bm25#0": 1.0, "other#0": 0.5, "semantic#0": 0.0, "none#0": 0.0}
+    signal = SemanticSignal(
+        query=(1.0, 0.0),
+        units={"semantic#0": (1.0, 0.0), "other#0": (1.0, 0.0), "none#0": (-1.0, 0.0)},
+        mode=FusionMode.RRF,
+    )
+    fused = signal.fuse(relevance)
+    assert fused["other#0"] == 1.0  # second for BM25, first (tied) for the embedding
+    assert 0 < fused["semantic#0"] < 1 and 0 < fused["bm25#0"] < 1
+    assert fused["none#0"] == 0.0
+
+
 def test_only_the_top_k_of_the_embedding_ranking_take_part() -> None:
     ids = [f"u{i}#0" for i in range(SEMANTIC_TOP_K + 5)]
     units = {uid: normalise((1.0, 0.01 * n)) for n, uid in enumerate(ids)}  # falls with n
-    fused = SemanticSignal(query=(1.0, 0.0), units=units).fuse(dict.fromkeys(ids, 0.0))
-    assert sum(1 for v in fused.values() if v > 0) == SEMANTIC_TOP_K
-    assert fused[ids[0]] == 1.0 and fused[ids[-1]] == 0.0
+    for mode in FusionMode:
+        signal = SemanticSignal(query=(1.0, 0.0), units=units, mode=mode)
+        fused = signal.fuse(dict.fromkeys(ids, 0.0))
+        assert sum(1 for v in fused.values() if v > 0) == SEMANTIC_TOP_K
+        assert fused[ids[0]] == max(fused.values()) and fused[ids[-1]] == 0.0
 
 
 # ---------------------------------------------------------------- the embed job
