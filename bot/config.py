@@ -29,10 +29,12 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from engine.errors import ConfigurationError
 from engine.redaction import redact_text, redact_url
+from engine.timeline.leases import LEASE_EXPIRY_S, LEASE_HEARTBEAT_S
 from engine.turns.options import MAX_MEMORY_BUDGET, SessionDefaults, parse_option
 
 DEFAULT_CONFIG_FILE = Path("tavernbot.toml")
@@ -78,9 +80,13 @@ ENV_OVERRIDES: Mapping[str, tuple[str, str]] = {
     "TAVERNBOT_SESSION_MEMORY_BUDGET": ("session", "memory_budget"),
     "TAVERNBOT_SESSION_MACRO_MODE": ("session", "macro_mode"),
     "TAVERNBOT_SESSION_REPLY_POLICY": ("session", "reply_policy"),
+    "TAVERNBOT_WEB_TOKEN": ("web", "token"),
 }
 
 
+MAX_SHARD_COUNT: Final = 1024
+"""The most ``[discord] shard_count`` may be (Discord asks for a shard per 2,500 guilds, so
+this is far beyond any bot of this kind; a larger value is a typo)."""
 SECRET_KEY_WORDS: Final = ("token", "key", "secret", "password")
 """A setting whose name contains one of these never has its value echoed in an error."""
 
@@ -98,6 +104,12 @@ class DatabaseSettings(_Section):
 
     url: str = Field(default_factory=default_database_url)
     echo: bool = False
+    lease_heartbeat_s: float = Field(default=LEASE_HEARTBEAT_S, gt=0)
+    """Seconds between two renewals of a process's lease (and sweeps for dead processes'
+    turns)."""
+    lease_expiry_s: float = Field(default=LEASE_EXPIRY_S, gt=0)
+    """Seconds after its last renewal when a process's lease is dead and its generating
+    floors may be failed by another process; must be above ``lease_heartbeat_s``."""
 
     @field_validator("url")
     @classmethod
@@ -105,6 +117,15 @@ class DatabaseSettings(_Section):
         if not value.startswith(("sqlite+aiosqlite://", "postgresql+asyncpg://")):
             raise ValueError("must start with 'sqlite+aiosqlite://' or 'postgresql+asyncpg://'")
         return value
+
+    @model_validator(mode="after")
+    def _lease_order(self) -> DatabaseSettings:
+        if self.lease_heartbeat_s >= self.lease_expiry_s:
+            raise ValueError(
+                f"lease_heartbeat_s ({self.lease_heartbeat_s}) must be below lease_expiry_s "
+                f"({self.lease_expiry_s})"
+            )
+        return self
 
 
 class LLMSettings(_Section):
@@ -117,6 +138,13 @@ class LLMSettings(_Section):
     model: str = "gpt-4o-mini"
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=3, ge=0, le=10)
+    embeddings_model: str | None = None
+    """An embedding model (e.g. ``text-embedding-3-small``): memory then ranks by BM25 fused
+    with embeddings. Unset: BM25 alone."""
+    embeddings_base_url: str | None = None
+    """The OpenAI-compatible endpoint of ``embeddings_model``; unset: ``base_url``."""
+    embeddings_api_key: SecretStr | None = None
+    """The key for ``embeddings_base_url``; unset: ``api_key``."""
 
 
 class DiscordSettings(_Section):
@@ -134,6 +162,24 @@ class DiscordSettings(_Section):
     command_guilds: list[int] = Field(default_factory=list)
     edit_interval_s: float = Field(default=1.0, gt=0)
     edit_rate_per_s: float = Field(default=20.0, gt=0)
+    shard_count: int | None = Field(default=None, ge=1, le=MAX_SHARD_COUNT)
+    """Shards of the whole bot (every process the same); unset: one unsharded connection."""
+    shard_ids: list[int] = Field(default_factory=list)
+    """The shards this process serves, each in ``0..shard_count-1``; empty: all of them."""
+
+    @field_validator("shard_ids")
+    @classmethod
+    def _shards_of_the_count(cls, value: list[int], info: ValidationInfo) -> list[int]:
+        count: int | None = info.data.get("shard_count")
+        if not value:
+            return value
+        if count is None:
+            raise ValueError("needs shard_count (the number of shards of the whole bot)")
+        if any(not 0 <= shard < count for shard in value):
+            raise ValueError(f"each shard id must be between 0 and shard_count - 1 ({count - 1})")
+        if len(set(value)) != len(value):
+            raise ValueError("lists a shard twice; each process serves distinct shards")
+        return value
 
 
 class TelegramSettings(_Section):
@@ -206,6 +252,28 @@ class SecuritySettings(_Section):
     secret_key: SecretStr | None = None
 
 
+class WebSettings(_Section):
+    """The web page (``adapters.web``): served by ``tavernbot run`` and ``tavernbot web``.
+    Off the loopback host it should speak TLS (``tls_cert``/``tls_key``) or sit behind a TLS
+    reverse proxy (``behind_proxy``); otherwise a warning is logged and ``config check``
+    says so."""
+
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
+    token: SecretStr | None = None
+    """An admin token of every realm, besides the generated ones (stored hashed)."""
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    behind_proxy: bool = False
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> WebSettings:
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ValueError("tls_cert and tls_key go together: set both or neither")
+        return self
+
+
 class Settings(_Section):
     """The whole validated configuration."""
 
@@ -216,6 +284,7 @@ class Settings(_Section):
     console: ConsoleSettings = ConsoleSettings()
     session: SessionSection = SessionSection()
     security: SecuritySettings = SecuritySettings()
+    web: WebSettings = WebSettings()
     _sources: dict[tuple[str, str], str] = PrivateAttr(default_factory=dict)
     _config_file: Path | None = PrivateAttr(default=None)
 
@@ -338,6 +407,18 @@ def _shown_value(key: str, value: Any) -> str:
     if any(word in key.lower() for word in SECRET_KEY_WORDS):
         return "***"
     return repr(redact_text(value)) if isinstance(value, str) else repr(value)
+
+
+def describe_embeddings(settings: Settings) -> str:
+    """Which embedding model memory uses, as ``config check`` says it: ``MODEL at URL`` or
+    ``none (memory ranks with BM25 alone)``."""
+    llm = settings.llm
+    url = llm.embeddings_base_url or llm.base_url
+    if not llm.embeddings_model:
+        return "none (memory ranks with BM25 alone)"
+    if not url:
+        return f"{llm.embeddings_model}, but no base_url: BM25 alone"
+    return f"{llm.embeddings_model} at {redact_url(url)}"
 
 
 def describe_model(settings: Settings) -> str:

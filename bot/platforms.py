@@ -38,6 +38,8 @@ def discord_options(section: DiscordSettings) -> DiscordOptions:
         command_guilds=tuple(section.command_guilds),
         edit_interval_s=section.edit_interval_s,
         edit_rate_per_s=section.edit_rate_per_s,
+        shard_count=section.shard_count,
+        shard_ids=tuple(section.shard_ids),
     )
 
 

@@ -87,13 +87,14 @@ class TavernTree(app_commands.CommandTree["TavernClient"]):
 class TavernClient(discord.Client):
     """A discord.py client whose events go to a :class:`Front`'s parts (the runner's)."""
 
-    def __init__(self, runner: Front, options: DiscordOptions) -> None:
+    def __init__(self, runner: Front, options: DiscordOptions, **shards: Any) -> None:
         super().__init__(
             intents=build_intents(options),
             guild_ready_timeout=options.guild_ready_timeout_s,
             allowed_mentions=discord.AllowedMentions.none(),
             max_messages=MAX_CACHED_MESSAGES,
             chunk_guilds_at_startup=False,
+            **shards,
         )
         self.runner = runner
         self.tree = TavernTree(self)
@@ -129,3 +130,20 @@ class TavernClient(discord.Client):
         _log.exception("error in %s", event_method)
         if error is not None:
             self.runner.errors.append(error)
+
+
+class ShardedTavernClient(TavernClient, discord.AutoShardedClient):
+    """:class:`TavernClient` as discord.py's ``AutoShardedClient``: one gateway connection per
+    shard of ``options.shard_ids`` (every shard when empty), each receiving the events of the
+    guilds Discord puts on it."""
+
+    def __init__(self, runner: Front, options: DiscordOptions) -> None:
+        ids = list(options.shard_ids) or None
+        super().__init__(runner, options, shard_count=options.shard_count, shard_ids=ids)
+
+
+def build_client(runner: Front, options: DiscordOptions) -> TavernClient:
+    """The client for ``options``: sharded when ``shard_count`` is set, the plain one else."""
+    if options.sharded:
+        return ShardedTavernClient(runner, options)
+    return TavernClient(runner, options)

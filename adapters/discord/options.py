@@ -23,6 +23,11 @@ class DiscordOptions:
     discord.py at a REST proxy or a test server. ``channels`` binds channel ids to character
     names at start. Streaming edits share one budget: at most one edit per ``edit_interval_s``
     in a channel and ``edit_rate_per_s`` (bursts of ``edit_burst``) across all channels.
+
+    Sharding: with ``shard_count`` the client is discord.py's ``AutoShardedClient`` serving
+    ``shard_ids`` (all of ``0..shard_count-1`` when empty), so that several processes can share
+    one bot token, each serving its own shards (the configuration checks the ids). Application
+    commands are published by the process holding shard 0 only (see :attr:`syncs_commands`).
     """
 
     token: str
@@ -45,3 +50,17 @@ class DiscordOptions:
     redelivery_rounds: int = DEFAULT_REDELIVERY_ROUNDS
     redelivery_delay_s: float = 5.0
     guild_ready_timeout_s: float = 2.0
+    shard_count: int | None = None
+    shard_ids: tuple[int, ...] = ()
+
+    @property
+    def sharded(self) -> bool:
+        """Whether the client connects as shards of ``shard_count``."""
+        return self.shard_count is not None
+
+    @property
+    def syncs_commands(self) -> bool:
+        """Whether this process publishes the application commands: one process only, the
+        one whose shards include shard 0 (where Discord also sends direct messages), so that N
+        processes never race to overwrite the same command list."""
+        return self.sync_commands and (not self.shard_ids or 0 in self.shard_ids)

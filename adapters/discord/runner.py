@@ -23,7 +23,7 @@ import discord.http
 import yarl
 
 from adapters.discord.budget import EditBudget
-from adapters.discord.client import TavernClient
+from adapters.discord.client import build_client
 from adapters.discord.commands import CommandDeps, register
 from adapters.discord.convert import session_key
 from adapters.discord.events import Events
@@ -75,7 +75,7 @@ class DiscordRunner:
         # The bot never joins voice: discord.py's warnings about voice libraries are noise.
         discord.VoiceClient.warn_nacl = False
         discord.VoiceClient.warn_dave = False
-        self.client = TavernClient(self, options)
+        self.client = build_client(self, options)
         self.budget = EditBudget(
             rate_per_s=options.edit_rate_per_s,
             burst=options.edit_burst,
@@ -197,8 +197,8 @@ class DiscordRunner:
 
     # ------------------------------------------------------------------ client hooks
     async def setup(self) -> None:
-        """Before connecting: publish the slash commands."""
-        if not self.options.sync_commands:
+        """Before connecting: publish the slash commands (one process of a sharded bot only)."""
+        if not self.options.syncs_commands:
             return
         tree = self.client.tree
         if self.options.command_guilds:
@@ -213,6 +213,10 @@ class DiscordRunner:
         """Bind the channels named in the config."""
         for channel_id, character in self.options.channels.items():
             channel = self.client.get_channel(int(channel_id))
+            if channel is None and self.options.shard_ids:
+                # Its guild may be on another process's shards: that process binds it.
+                _log.debug("configured channel %s is not on this process's shards", channel_id)
+                continue
             if not isinstance(channel, discord.TextChannel):
                 _log.warning("configured channel %s is not a text channel I can see", channel_id)
                 continue

@@ -62,6 +62,8 @@ def _plain(value: object) -> object:
                 command_guilds=[7],
                 edit_interval_s=2.5,
                 edit_rate_per_s=3.0,
+                shard_count=3,
+                shard_ids=[2],
             ),
             discord_options,
         ),

@@ -4,6 +4,11 @@ One :class:`GatewaySession` per IDENTIFY; it keeps its sequence number and a bou
 what it dispatched, so a RESUME after a dropped connection replays what the client missed (as
 Discord does). Frames are plain JSON text, or a zlib stream when the client asks for
 ``compress=zlib-stream`` and the server allows it.
+
+Sharding as Discord does it: an IDENTIFY with ``shard: [id, count]`` makes a session of that
+shard, which gets READY, GUILD_CREATE and the events of the guilds whose
+``(guild_id >> 22) % count == id`` only; events outside any guild (direct messages) go to
+shard 0. An id outside ``0..count-1`` is closed with 4010 (invalid shard).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ OP_REQUEST_MEMBERS = 8
 OP_INVALID_SESSION = 9
 OP_HELLO = 10
 OP_HEARTBEAT_ACK = 11
+CLOSE_INVALID_SHARD = 4010
 
 HEARTBEAT_INTERVAL_MS = 10_000
 REPLAY_BUFFER = 2_000  # dispatches kept per session for RESUME
@@ -46,6 +52,31 @@ class GatewaySession:
         default_factory=lambda: deque(maxlen=REPLAY_BUFFER)
     )
     conn: Connection | None = None
+    shard: tuple[int, int] | None = None
+    """``(shard_id, shard_count)`` from IDENTIFY; None for an unsharded session."""
+
+    def owns(self, guild_id: int | None) -> bool:
+        """Whether this session receives the events of ``guild_id`` (None: not in a guild)."""
+        if self.shard is None:
+            return True
+        shard_id, count = self.shard
+        if guild_id is None:
+            return shard_id == 0
+        return shard_of(guild_id, count) == shard_id
+
+
+def shard_of(guild_id: int, shard_count: int) -> int:
+    """The shard Discord puts a guild on."""
+    return (guild_id >> 22) % shard_count
+
+
+def event_guild(event: str, data: dict[str, Any]) -> int | None:
+    """The guild an event belongs to (None for direct messages and the like)."""
+    if "guild_id" in data and data["guild_id"] is not None:
+        return int(data["guild_id"])
+    if event.startswith("GUILD_") and "id" in data:
+        return int(data["id"])
+    return None
 
 
 class Connection:
@@ -85,6 +116,12 @@ class Gateway:
         """Sessions with an open connection."""
         return [s for s in self.sessions.values() if s.conn is not None]
 
+    @property
+    def live_shards(self) -> list[int]:
+        """The shard ids of the sessions with an open connection, sorted (one entry per
+        session, so a shard identified twice shows twice)."""
+        return sorted(s.shard[0] for s in self.live if s.shard is not None)
+
     async def handle(self, request: web.Request) -> web.WebSocketResponse:
         """Serve one client connection until it closes."""
         ws = web.WebSocketResponse(autoping=True, max_msg_size=0)
@@ -120,8 +157,16 @@ class Gateway:
             if data.get("token") != self.server.token:
                 await conn.ws.close(code=4004, message=b"Authentication failed")
                 return session
+            shard = data.get("shard")
+            if shard is not None and not 0 <= shard[0] < shard[1]:
+                await conn.ws.close(code=CLOSE_INVALID_SHARD, message=b"Invalid shard")
+                return session
             self.identifies += 1
-            session = GatewaySession(session_id=secrets.token_hex(8), intents=data["intents"])
+            session = GatewaySession(
+                session_id=secrets.token_hex(8),
+                intents=data["intents"],
+                shard=(shard[0], shard[1]) if shard is not None else None,
+            )
             self.sessions[session.session_id] = session
             session.conn = conn
             await self._ready_sequence(session)
@@ -156,16 +201,20 @@ class Gateway:
             "user": srv.bot.payload(),
             "session_id": session.session_id,
             "resume_gateway_url": srv.gateway_url,
-            "guilds": [{"id": str(g), "unavailable": True} for g in srv.guilds],
+            "guilds": [{"id": str(g), "unavailable": True} for g in srv.guilds if session.owns(g)],
             "private_channels": [],
             "relationships": [],
             "application": {"id": str(srv.app_id), "flags": 0},
             "session_type": "normal",
         }
+        if session.shard is not None:
+            ready["shard"] = list(session.shard)
         await self._dispatch_to(session, "READY", ready)
         for guild in srv.guilds.values():
-            await self._dispatch_to(session, "GUILD_CREATE", guild.payload())
+            if session.owns(guild.id):
+                await self._dispatch_to(session, "GUILD_CREATE", guild.payload())
         self._ready.set()
+        srv.notify()
 
     async def _dispatch_to(
         self, session: GatewaySession | None, event: str, data: dict[str, Any]
@@ -178,8 +227,12 @@ class Gateway:
             await session.conn.send({"op": OP_DISPATCH, "s": session.seq, "t": event, "d": data})
 
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
-        """Send an event to every identified session (buffered for those disconnected)."""
+        """Send an event to every identified session of its guild's shard (buffered for those
+        disconnected)."""
+        guild_id = event_guild(event, data)
         for session in list(self.sessions.values()):
+            if not session.owns(guild_id):
+                continue
             payload = data
             if event.startswith("MESSAGE_REACTION") and not (
                 session.intents & (1 << 10) or session.intents & (1 << 13)

@@ -149,7 +149,7 @@ class Rest:
     async def gateway(self, req: Request, p: dict[str, str]) -> Result:
         return 200, {
             "url": self.s.gateway_url,
-            "shards": 1,
+            "shards": self.s.recommended_shards,
             "session_start_limit": {
                 "total": 1000,
                 "remaining": 999,

@@ -117,6 +117,8 @@ class FakeDiscord(WorldApi):
         self.calls: list[Call] = []
         self.unhandled: list[str] = []
         self.gateway_log: list[tuple[Any, Any]] = []
+        self.recommended_shards = 1
+        """What ``GET /gateway/bot`` answers as ``shards`` (a client without a count uses it)."""
         self.files: dict[str, bytes] = {}
         self.faults: list[Fault] = []
         self.rest = Rest(self)
@@ -357,11 +359,17 @@ class FakeDiscord(WorldApi):
 
     # ------------------------------------------------------------------ world building
     def add_guild(
-        self, name: str, *, bot_permissions: int = MEMBER_DEFAULT | MANAGE_WEBHOOKS
+        self,
+        name: str,
+        *,
+        bot_permissions: int = MEMBER_DEFAULT | MANAGE_WEBHOOKS,
+        shard: tuple[int, int] | None = None,
     ) -> Guild:
-        """A guild owned by a fresh owner user; the bot is a member with ``bot_permissions``."""
+        """A guild owned by a fresh owner user; the bot is a member with ``bot_permissions``.
+        ``shard`` ``(shard_id, shard_count)`` picks an id that Discord puts on that shard."""
         owner = User(id=self.ids.next(), name=f"{name}-owner")
-        guild = Guild(id=self.ids.next(), name=name, owner_id=owner.id)
+        guild_id = self.ids.next() if shard is None else self.ids.next_on_shard(*shard)
+        guild = Guild(id=guild_id, name=name, owner_id=owner.id)
         guild.roles[guild.id] = Role(id=guild.id, name="@everyone", permissions=MEMBER_DEFAULT)
         bot_role = Role(
             id=self.ids.next(), name="tavernbot", permissions=bot_permissions, position=1

@@ -62,6 +62,13 @@ class Snowflakes:
         """A fresh id."""
         return self._base + next(self._counter)
 
+    def next_on_shard(self, shard_id: int, shard_count: int) -> int:
+        """A fresh id that Discord would put on ``shard_id`` of ``shard_count`` (a guild's
+        shard is its id's time part modulo the count, so the time part moves forward)."""
+        stamp = self._base >> 22
+        stamp += (shard_id - stamp) % shard_count
+        return (stamp << 22) + next(self._counter)
+
 
 @dataclass
 class User:
