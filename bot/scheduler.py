@@ -37,8 +37,10 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from adapters.storage import SqlStorage
 from adapters.storage.memory_repo import SqlMemoryRepository
+from adapters.storage.vector_repo import SqlVectorStore
 from engine.clock import SystemClock
 from engine.errors import EngineError, NotFoundError
+from engine.memory.embedding import SemanticMemory
 from engine.memory.jobs import (
     MAINTENANCE_INTERVAL,
     JobPolicy,
@@ -48,7 +50,7 @@ from engine.memory.jobs import (
     lease_expired,
     should_run,
 )
-from engine.memory.ports import MemoryRepository
+from engine.memory.ports import Embedder, MemoryRepository
 from engine.memory.records import MemoryScope
 from engine.memory.scoping import JobScope
 from engine.memory.service import MemoryService, MemorySettings
@@ -86,6 +88,7 @@ def default_policies() -> dict[JobType, JobPolicy]:
         JobType.INGEST_TURN: JobPolicy(),
         JobType.DECAY: periodic,
         JobType.EXPIRY: periodic,
+        JobType.EMBED: JobPolicy(),
     }
 
 
@@ -364,10 +367,15 @@ def build_memory_service(
     events: EventSink | None = None,
     clock: Clock | None = None,
     settings: MemorySettings | None = None,
+    embedder: Embedder | None = None,
 ) -> MemoryService:
     """The memory service on the SQL storage, counting tokens with ``model_name``'s tokenizer;
-    compaction uses ``model`` (the offline provider, or no model: the offline summariser)."""
+    compaction uses ``model`` (the offline provider, or no model: the offline summariser);
+    with an ``embedder`` ranking is hybrid and units are embedded by the ``embed`` job."""
     counter = counter_for_model(model_name)
+    semantic = (
+        None if embedder is None else SemanticMemory(embedder, SqlVectorStore(storage.engine))
+    )
     return MemoryService(
         SqlMemoryRepository(storage.engine),
         count=counter.count,
@@ -376,6 +384,7 @@ def build_memory_service(
         model_name=model_name,
         events=events,
         settings=settings,
+        semantic=semantic,
     )
 
 

@@ -23,6 +23,7 @@ from adapters.storage.models import (
     VariableValueRow,
 )
 from adapters.storage.telegram_models import RoleLeaseRow, TelegramUpdateRow
+from adapters.storage.vector_models import MemoryUnitVectorRow
 
 # SQLAlchemy types a mapped class's ``__table__`` as the wider ``FromClause``; a declarative
 # class with columns always has a ``Table`` there, which the statements need (``.c``, inserts).
@@ -43,3 +44,4 @@ RELATION = cast(Table, MemoryRelationRow.__table__)
 JOB = cast(Table, MemoryJobRow.__table__)
 TELEGRAM_UPDATE = cast(Table, TelegramUpdateRow.__table__)
 ROLE_LEASE = cast(Table, RoleLeaseRow.__table__)
+UNIT_VECTOR = cast(Table, MemoryUnitVectorRow.__table__)

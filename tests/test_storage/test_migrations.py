@@ -34,6 +34,8 @@ TABLES = {
     "process_lease",
     "telegram_update",
     "role_lease",
+    "memory_unit_vector",
+    "web_token",
     "alembic_version",
 }
 
