@@ -1,5 +1,6 @@
 """The prompt inspector: the dry run of a session's next reply on a branch (``?branch=``,
-``main`` by default; ``?message=`` the message to assemble for), as the engine would send it:
+``main`` by default; ``?message=`` the message to assemble for), or of a past floor
+(``?floor=N``: assembled again as a regenerate of that floor reads it), as the engine sends it:
 each message with its sources, the world-info entries that fired and the key that fired each,
 the memory block and the token budget, and the whole as text with a copy button.
 
@@ -38,19 +39,41 @@ async def inspect(request: web.Request) -> tuple[PromptView | None, str, str, st
     branch = request.query.get("branch", "").strip() or MAIN_BRANCH
     message = request.query.get("message", "").strip()[:MAX_PROBE_CHARS] or DEFAULT_PROBE
     service = context_of(request).service
+    floor = past_floor(request)
     try:
-        data = await service.dry_run(session_key(entry), branch, message)
+        if floor is None:
+            data = await service.dry_run(session_key(entry), branch, message)
+        else:
+            data = await service.parts.previews.dry_run_floor(session_key(entry), branch, floor)
+            message = ""
         books = await _books(request, entry.platform, entry.key)
     except EngineError as exc:
         return None, branch, message, str(exc)
     return prompt_view(data, books), branch, message, ""
 
 
+def past_floor(request: web.Request) -> int | None:
+    """The past floor asked for (``?floor=N``), or None for the next reply."""
+    raw = request.query.get("floor", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise web.HTTPBadRequest(text="floor must be a floor number (1 or more)")
+    return int(raw)
+
+
 async def prompt_page(request: web.Request) -> web.Response:
     """The inspector page."""
     entry = await entry_of(request)
     view, branch, message, error = await inspect(request)
-    values = {"entry": entry, "view": view, "branch": branch, "message": message, "error": error}
+    values = {
+        "entry": entry,
+        "view": view,
+        "branch": branch,
+        "message": message,
+        "floor": past_floor(request),
+        "error": error,
+    }
     return render(request, "prompt.html", values)
 
 

@@ -13,6 +13,7 @@ from engine.memory.scoping import viewpoint_for
 from engine.ports import Clock, EventSink, RandomSource, Storage, UnitOfWork
 from engine.prompt.macro_port import macro_context
 from engine.prompt.regex_budget import RegexBudget
+from engine.timeline.history import HistoryService
 from engine.timeline.values import Branch, Floor, NewMessage
 from engine.turns.api import OnText, SessionKey
 from engine.turns.context import (
@@ -161,21 +162,31 @@ class Previews:
         generation = await self._generation(
             turn, mode="respond", phase="dry_run", tools=tools, on_text=None
         )
-        result, macros = await generation.assemble_only()
-        return {
-            "mode": result.ir.mode,
-            "messages": [m.to_json() for m in result.ir.messages],
-            "world_info": [e.to_json() for e in result.world_info.activated],
-            "macro": {
-                "phase": macros.phase,
-                "warnings": [w.to_json() for w in macros.warnings],
-                "mutations": [m.to_json() for m in macros.mutations],
-            },
-            "budget": result.ir.budget.to_json(),
-            "warnings": list(result.ir.warnings),
-            # The tools the model request would carry (none unless the session's tools are on).
-            "tools": [spec.name for spec in tools.specs("narrator")],
-        }
+        return await _assembled(generation, tools)
+
+    async def dry_run_floor(
+        self, key: SessionKey, branch_name: str, floor_no: int
+    ) -> Mapping[str, Any]:
+        """Assemble again the prompt of floor ``floor_no`` as seen from the branch: its own
+        input, the history before it and the variables it was written on, as a regenerate of
+        that floor reads them (the inspector's view of a past floor). Nothing is stored and no
+        model is called; assets and memory are read as they are now."""
+        ids, branch = await self._sessions.target(key, branch_name)
+        floor = (await HistoryService(self._storage).floor_view(branch.id, floor_no)).floor
+        async with self._storage.unit_of_work() as uow:
+            session = await uow.sessions.get(ids.session_id)
+            read = await read_turn(uow, session=session, floor=floor, mode="regenerate")
+            own = next(b for b in read.branches if b.id == floor.branch_id)
+        turn = _NextTurn(branch=own, read=read, head=floor.seq - 1, regex_budget=RegexBudget())
+        settings = read.session.settings
+        tools = ToolBox(
+            ToolPolicy.from_json(settings.extra.get(TOOLS_SETTING), default_enabled=False),
+            ToolEnv(state=read.state, staged=[], card={}, clock=self._clock, random=self._rng),
+        )
+        generation = await self._generation(
+            turn, mode="regenerate", phase="dry_run", tools=tools, on_text=None
+        )
+        return await _assembled(generation, tools)
 
     async def impersonate(
         self,
@@ -250,6 +261,25 @@ class _NextTurn:
     read: TurnRead
     head: int
     regex_budget: RegexBudget
+
+
+async def _assembled(generation: Generation, tools: ToolBox) -> dict[str, Any]:
+    """The dry-run object of ``generation``'s prompt (``tavernbot prompt dry-run``'s keys)."""
+    result, macros = await generation.assemble_only()
+    return {
+        "mode": result.ir.mode,
+        "messages": [m.to_json() for m in result.ir.messages],
+        "world_info": [e.to_json() for e in result.world_info.activated],
+        "macro": {
+            "phase": macros.phase,
+            "warnings": [w.to_json() for w in macros.warnings],
+            "mutations": [m.to_json() for m in macros.mutations],
+        },
+        "budget": result.ir.budget.to_json(),
+        "warnings": list(result.ir.warnings),
+        # The tools the model request would carry (none unless the session's tools are on).
+        "tools": [spec.name for spec in tools.specs("narrator")],
+    }
 
 
 async def _last_speaker(uow: UnitOfWork, branch: Branch) -> str | None:

@@ -116,3 +116,29 @@ async def test_the_inspector_needs_a_token_of_the_realm(
     stranger = played.issue("read", "telegram:elsewhere")
     async with http.get(url, headers={"Authorization": f"Bearer {stranger}"}) as response:
         assert response.status == 404
+
+
+async def test_a_past_floor_is_assembled_as_it_was(
+    http: aiohttp.ClientSession, played: PlayedServer
+) -> None:
+    headers = {"Authorization": f"Bearer {played.token}"}
+    url = f"{played.url}/api/sessions/{played.session_id}/prompt"
+    async with http.get(url, headers=headers, params={"floor": "3"}) as response:
+        data = await response.json()
+    assert response.status == 200, data
+    history = [
+        m["content"]
+        for m in data["messages"]
+        if any(s.startswith("history:") for s in m["sources"])
+    ]
+    # Floor 3's own input last, nothing said after it.
+    assert history[-1] == "We walk to the lighthouse, night 2."
+    assert not any("night 3" in text for text in history)
+    assert [w["fired_by"] for w in data["world_info"]] == ["lighthouse"]
+    async with http.get(url, headers=headers, params={"floor": "99"}) as response:
+        assert response.status == 422 and "99" in (await response.json())["error"]
+    async with http.get(url, headers=headers, params={"floor": "x"}) as response:
+        assert response.status == 400
+    page = f"{played.url}/sessions/{played.session_id}/prompt"
+    async with http.get(page, headers=headers, params={"floor": "3"}) as response:
+        assert 'data-assembled="3"' in await response.text()
