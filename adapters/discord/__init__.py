@@ -19,6 +19,9 @@ Build a :class:`DiscordRunner` with a :class:`~engine.turns.api.RoleplayService`
   options (the names of :mod:`engine.turns.options`, game masters only).
 - Intents: guilds, guild and DM messages, message content (privileged), guild and DM
   reactions; guild members is optional (``members_intent``). See :func:`client.build_intents`.
+- Several processes on one token: ``shard_count`` and ``shard_ids`` make the client discord.py's
+  ``AutoShardedClient`` serving those shards only (:func:`client.build_client`); the process
+  holding shard 0 publishes the commands (:attr:`DiscordOptions.syncs_commands`).
 """
 
 from adapters.discord.options import DiscordOptions
