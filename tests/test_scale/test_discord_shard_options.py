@@ -96,6 +96,8 @@ async def fake() -> AsyncIterator[FakeDiscord]:
 async def test_a_runner_with_some_shards_sees_only_their_guilds(fake: FakeDiscord) -> None:
     on_0 = fake.add_guild("Zero", shard=(0, 2))
     on_1 = fake.add_guild("One", shard=(1, 2))
+    room_0, room_1 = fake.add_channel(on_0, "rp"), fake.add_channel(on_1, "rp")
+    ann, bea = fake.add_member(on_0, "Ann"), fake.add_member(on_1, "Bea")
     runner = DiscordRunner(PacedService(), options_for(fake, shard_count=2, shard_ids=(1,)))
     try:
         await runner.start()
@@ -103,6 +105,16 @@ async def test_a_runner_with_some_shards_sees_only_their_guilds(fake: FakeDiscor
         assert [g.id for g in runner.client.guilds] == [on_1.id]
         assert fake.gateway.live_shards == [1]
         assert not [c for c in fake.calls if c.path.endswith("/commands")]  # shard 0 syncs
+        # Guild 0's message and a direct message (shard 0's) would come first on the same
+        # connection as guild 1's, so once guild 1's arrived the others never will.
+        await fake.say(room_0, ann, "on shard zero")
+        await fake.say(fake.add_dm(ann), ann, "a direct message")
+        await fake.say(room_1, bea, "on shard one")
+        seen = await fake.wait_for(
+            lambda: [m.content for m in runner.client.cached_messages],
+            what="guild 1's message",
+        )
+        assert seen == ["on shard one"]
     finally:
         await runner.close()
     assert runner.errors == []
