@@ -4,8 +4,12 @@ each value came from (the config file, an environment variable, or the default).
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from bot.cli_commands import Subcommands
+
+if TYPE_CHECKING:
+    from bot.config import Settings
 
 
 def register(sub: Subcommands) -> None:
@@ -18,7 +22,7 @@ def register(sub: Subcommands) -> None:
 
 def _check(args: argparse.Namespace) -> int:
     from bot.cli import settings_from
-    from bot.config import database_location, describe_model
+    from bot.config import database_location, describe_embeddings, describe_model
 
     settings = settings_from(args)
     platforms = [
@@ -35,5 +39,23 @@ def _check(args: argparse.Namespace) -> int:
         f"(from {settings.source('database', 'url')})"
     )
     print(f"model: {describe_model(settings)}")
+    print(f"embeddings: {describe_embeddings(settings)}")
     print(f"platforms: {', '.join(platforms) or 'none (console)'}")
+    _web_lines(settings)
     return 0
+
+
+def _web_lines(settings: Settings) -> None:
+    """Where the web page listens, and the warning when it is reachable in clear text."""
+    from bot.web import web_warning
+
+    web = settings.web
+    if not web.enabled:
+        print("web: off ([web] enabled = false)")
+        return
+    scheme = "https" if web.tls_cert else "http"
+    proxy = " behind a reverse proxy" if web.behind_proxy else ""
+    print(f"web: {scheme}://{web.host}:{web.port}/{proxy}")
+    warning = web_warning(settings)
+    if warning:
+        print(f"warning: {warning}")
