@@ -150,6 +150,15 @@ class DiscordRunner:
                 f"cannot reach the Discord gateway at {gateway} ([discord] gateway_url): "
                 f"{reason}; check the network, or gateway_url if set"
             ) from exc
+        if self.options.shard_count is not None:
+            ids = list(self.options.shard_ids) or "all"
+            who = "here" if self.options.syncs_commands else "by the process serving shard 0"
+            _log.info(
+                "serving Discord shards %s of %d; commands synced %s",
+                ids,
+                self.options.shard_count,
+                who,
+            )
         self._connection = self._gateway_tasks.spawn(
             self.client.connect(reconnect=True), name="connect"
         )

@@ -129,8 +129,8 @@ async def stop_process(proc: asyncio.subprocess.Process) -> int | None:
 
 
 def read_logs(directory: Path) -> dict[str, str]:
-    """The end of each process's output, for a failure's message."""
-    return {p.name: p.read_text(errors="replace")[-2000:] for p in directory.glob("*.log")}
+    """Each process's output."""
+    return {p.name: p.read_text(errors="replace") for p in directory.glob("*.log")}
 
 
 def command_syncs(fake: FakeDiscord) -> list[str]:
@@ -213,7 +213,14 @@ async def test_each_guild_is_served_by_the_one_process_holding_its_shard(
             assert len(command_syncs(fake)) == 1
 
             codes = [await stop_process(proc) for proc in procs]
-            assert codes == [0, 0], read_logs(tmp_path)
+            logs = read_logs(tmp_path)
+            assert codes == [0, 0], {name: text[-2000:] for name, text in logs.items()}
+            first = "serving Discord shards [0, 1] of 4; commands synced here"
+            assert first in logs["model-a.log"]
+            assert (
+                "serving Discord shards [2, 3] of 4; commands synced by the process serving "
+                "shard 0" in logs["model-b.log"]
+            )
     finally:
         for proc in procs:
             await stop_process(proc)
