@@ -71,9 +71,11 @@ class PollerLeader:
     async def _try(self) -> bool:
         now = utc_now()
         try:
-            got = await self.store.acquire_role(
-                self.role, self.holder, now, now + timedelta(seconds=self.lease_s)
-            )
+            # Bounded: a hanging database must not keep this process polling past its lease.
+            async with asyncio.timeout(self.lease_s * RENEW_FRACTION):
+                got = await self.store.acquire_role(
+                    self.role, self.holder, now, now + timedelta(seconds=self.lease_s)
+                )
         except Exception:  # the database hiccuped: keep polling only while the lease surely runs
             log.exception("could not renew the %s role", self.role)
             return self.polling and (

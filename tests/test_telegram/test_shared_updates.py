@@ -5,6 +5,7 @@ tests/test_scale/test_telegram_*.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -82,12 +83,15 @@ class Roles:
         self.holder: str | None = None
         self.expires: datetime | None = None
         self.fail = False
+        self.hang = False
 
     async def acquire_role(
         self, role: str, holder: str, now: datetime, expires_at: datetime
     ) -> bool:
         if self.fail:
             raise OSError("database unreachable")
+        if self.hang:
+            await asyncio.Event().wait()
         assert role.startswith(ROLE_PREFIX)
         if self.holder in (None, holder) or (self.expires is not None and self.expires <= now):
             self.holder, self.expires = holder, expires_at
@@ -142,3 +146,22 @@ def test_the_poller_lease_is_a_positive_setting(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="leader_lease_s"):
         load_settings(path, environ={})
     assert load_settings(None, environ={}).telegram.leader_lease_s == LEADER_LEASE_S
+
+
+async def test_a_hanging_database_stops_the_leader_within_its_lease() -> None:
+    roles, events = Roles(), []
+    name = "a"
+
+    async def start() -> None:
+        events.append("polls")
+
+    async def stop() -> None:
+        events.append("stops")
+
+    # A short lease so the bounded renewal gives up quickly.
+    a = PollerLeader(roles, bot_id=1, holder=name, lease_s=0.3, start=start, stop=stop)
+    await a.step()
+    roles.hang = True
+    a._renewed_at = time.monotonic() - a.lease_s * STOP_FRACTION
+    await asyncio.wait_for(a.step(), 5.0)  # the renewal is cut at a third of the lease
+    assert events == ["polls", "stops"] and not a.polling
