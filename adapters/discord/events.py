@@ -71,8 +71,9 @@ class Events:
             return
         me = self.client.user
         mentioned = me is not None and any(u.id == me.id for u in message.mentions)
-        await self.personas.load(place.key, [str(message.author.id)])
-        line = line_of(message, self.personas.names(place.key.realm))
+        # The engine names each speaker by their persona when it admits the floor, read from
+        # the database (another process may have changed it): nothing to look up here.
+        line = line_of(message)
         await self._note_call(place, message, line.ref)
         self.collector.add(
             place,

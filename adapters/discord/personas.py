@@ -1,8 +1,9 @@
 """Per-user personas per realm: the name a human plays under (``{{user}}`` for their lines).
 
-The service keeps personas (``set_persona`` / ``persona``), so they survive restarts; names are
-cached here per realm and applied to each speaker, and a user not seen since the bot started is
-looked up once.
+The service keeps personas (``set_persona`` / ``persona``), so they survive restarts and are
+shared by every process. They are read through: :meth:`Personas.load` asks the service each
+time (slash commands only; a message's speaker is named by the engine when it admits the
+floor), so a persona set or cleared through another process is never shadowed by an old copy.
 """
 
 from __future__ import annotations
@@ -15,47 +16,35 @@ from engine.turns.api import RoleplayService, SessionKey
 
 MAX_PERSONA_NAME = 64
 MAX_PERSONA_DESCRIPTION = 2_000
-MAX_LOOKED_UP = 100_000  # (realm, user) pairs asked of the service; forgotten past this
 
 
 class Personas:
-    """Persona names by realm and user id."""
+    """Persona names by realm and user id, as the last :meth:`load` (or :meth:`set`) found."""
 
     def __init__(self, service: RoleplayService) -> None:
         self.service = service
-        self._names: dict[str, dict[str, str]] = {}
-        self._descriptions: dict[tuple[str, str], str] = {}
-        self._looked_up: set[tuple[str, str]] = set()
+        # Only what the current command loaded (see the module docstring): replaced by each
+        # load, so it never grows past one command's users.
+        self._found: dict[tuple[str, str], tuple[str, str]] = {}
 
     def names(self, realm: str) -> dict[str, str]:
-        """User id -> persona name in ``realm``."""
-        return self._names.get(realm, {})
+        """User id -> persona name in ``realm`` (of the users the last load asked about)."""
+        return {user: found[0] for (where, user), found in self._found.items() if where == realm}
 
     async def load(self, key: SessionKey, user_ids: Iterable[str]) -> None:
-        """Ask the service (once per user and realm) for personas not cached yet."""
+        """Ask the service for the personas of ``user_ids`` now (read through)."""
+        self._found = {}
         for user_id in user_ids:
-            where = (key.realm, user_id)
-            if where in self._looked_up or user_id in self._names.get(key.realm, {}):
-                continue
-            if len(self._looked_up) >= MAX_LOOKED_UP:
-                self._looked_up.clear()
-            self._looked_up.add(where)
             try:
                 found = await self.service.persona(key, user_id)
             except NotFoundError:  # no session here yet: nothing to ask
-                self._looked_up.discard(where)
                 continue
             if found is not None:
-                name, description = found
-                self._names.setdefault(key.realm, {})[user_id] = name
-                self._descriptions[where] = description
+                self._found[(key.realm, user_id)] = found
 
     def describe(self, realm: str, user_id: str) -> tuple[str, str] | None:
-        """The persona of ``user_id`` in ``realm`` as (name, description)."""
-        name = self._names.get(realm, {}).get(user_id)
-        if name is None:
-            return None
-        return name, self._descriptions.get((realm, user_id), "")
+        """The persona of ``user_id`` in ``realm`` as (name, description), as loaded."""
+        return self._found.get((realm, user_id))
 
     async def set(self, key: SessionKey, user_id: str, name: str, description: str) -> None:
         """Set a user's persona in the realm of ``key`` (names and descriptions are capped)."""
@@ -69,6 +58,4 @@ class Personas:
             library = library_key(key.realm)
             await self.service.open_session(library)
             await self.service.set_persona(library, user_id, name, description)
-        # Cached only once stored, so a refused persona is not applied either.
-        self._names.setdefault(key.realm, {})[user_id] = name
-        self._descriptions[(key.realm, user_id)] = description
+        self._found = {(key.realm, user_id): (name, description)}  # what was just stored

@@ -148,6 +148,10 @@ class Reactions:
             return None
         if not record.character:
             record.character = shown.character
+        # The page shown may have changed since the record was kept (a swipe or regenerate
+        # through another process, or the console): the database says which it is now.
+        if not shown.failed:
+            record.page, record.pages = shown.page, shown.pages
         if views[-1].floor == record.floor:
             return "latest"
         after = [v for v in views if v.floor > record.floor]

@@ -3,8 +3,12 @@
 A channel is bound when its session exists in the service (``/tavern start``, the config, or an
 earlier run) and is not closed (``/tavern stop`` closes it in the service, so it stays stopped
 across restarts). The reply policy is the session's own setting (``set_session_option``); a
-session without one uses the adapter's default. Answers are cached so that an unbound channel
-costs one service call, not one per message. A thread becomes its branch on first use: a thread
+session without one uses the adapter's default. Several processes may serve one database (a
+channel bound, stopped or given another character through one of them, or through the
+console), so whether a channel is bound, its policy and its character are read from the
+session's row for every message (``session_state``: one small read, no branches); only the
+branch names are kept (branches are never deleted, and a missing one is looked up again before
+forking). A thread becomes its branch on first use: a thread
 opened on a bot reply forks after that reply's floor, any other thread forks after the latest
 floor.
 """
@@ -32,6 +36,9 @@ class Binding:
     policy: ReplyPolicy
     branches: set[str] = field(default_factory=set)
     avatar_url: str | None = None
+    stored_character: str | None = None
+    """The session's character as last read from its row (``character`` may be the last
+    group member who spoke): a change means someone swapped the character."""
 
 
 class Sessions:
@@ -40,7 +47,7 @@ class Sessions:
     def __init__(self, service: RoleplayService, *, default_policy: ReplyPolicy) -> None:
         self.service = service
         self.default_policy = default_policy
-        self._bound: dict[SessionKey, Binding | None] = {}
+        self._bound: dict[SessionKey, Binding] = {}
         self._locks: dict[SessionKey, asyncio.Lock] = {}
 
     def lock(self, key: SessionKey) -> asyncio.Lock:
@@ -55,28 +62,32 @@ class Sessions:
             character=info.character,
             policy=info.reply_policy or self.default_policy,
             branches={b.name for b in info.branches},
+            stored_character=info.character,
         )
         self._bound[info.key] = binding
         return binding
 
-    def is_bound(self, key: SessionKey) -> bool:
-        """Whether ``key`` is known to be bound (from the cache only: no service call)."""
-        return self._bound.get(key) is not None
-
     async def binding(self, key: SessionKey) -> Binding | None:
-        """The binding of a session key, or None when the channel is not bound."""
-        if key in self._bound:
-            return self._bound[key]
-        try:
-            info = await self.service.session_info(key)
-        except NotFoundError:
-            self._bound[key] = None
+        """The binding of a session key, or None when the channel is not bound (checked
+        against the session's row each time: see the module docstring)."""
+        state = await self.service.session_state(key)
+        if state is None or state.closed:
+            # Never started, or stopped with /tavern stop (here, in another process or an
+            # earlier run): the data stays.
+            self._bound.pop(key, None)
             return None
-        if info.closed:
-            # Stopped with /tavern stop (in this run or an earlier one): the data stays.
-            self._bound[key] = None
-            return None
-        return self._remember(info)
+        known = self._bound.get(key)
+        if known is None:
+            try:
+                info = await self.service.session_info(key)
+            except NotFoundError:
+                return None
+            return self._remember(info)
+        known.policy = state.reply_policy or self.default_policy
+        if state.character != known.stored_character:
+            known.character = known.stored_character = state.character
+            known.avatar_url = None  # the picture was the previous character's
+        return known
 
     async def bind(
         self, key: SessionKey, *, character: str | None, policy: ReplyPolicy | None = None

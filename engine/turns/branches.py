@@ -63,7 +63,7 @@ class Branches:
 
     async def current(self, key: SessionKey) -> str:
         """The branch the session plays on when the platform does not name one."""
-        return (await self._sessions.info(key)).current_branch
+        return await self._sessions.current_branch(key)
 
     async def set_current(self, key: SessionKey, branch: str) -> None:
         """Switch the session's current branch; NotFoundError when it has no such branch."""

@@ -66,8 +66,12 @@ async def test_persona_names_the_speaker(
     await fake.say(world.rp, world.alice, "Greetings.")
     await fake.wait_for(lambda: service.respond_calls(), what="respond")
     await fake.wait_idle(quiet=0.2)
+    # The line carries the speaker's id; the service names them by their persona, read
+    # from the database when it admits the floor (issue 19: never from a per-process copy).
     line = service.respond_calls()[0][2][0]
-    assert (line.speaker.name, line.speaker.id) == ("Lady Ash", str(world.alice.id))
+    assert line.speaker.id == str(world.alice.id)
+    (view,) = await service.history(session_key(world.guild.id, world.rp.id), "main")
+    assert view.inputs == (("Lady Ash", "Greetings."),)
     shown = await fake.slash(world.rp, world.alice, "persona show")
     assert "a wandering knight" in shown.text
     elsewhere = await fake.slash(world.rp2, world.gm2, "persona show")
