@@ -121,6 +121,8 @@ class PlayedServer:
     front: Any = None
     out: io.StringIO = field(default_factory=io.StringIO)
     app: Any = None
+    web: Any = None
+    """The aiohttp application of the page."""
 
     def start(self) -> PlayedServer:
         """Play the story and serve the page (fails after START_S)."""
@@ -207,7 +209,8 @@ class PlayedServer:
                 )
                 await self._play(app)
                 options = WebOptions(host="127.0.0.1", port=0)
-                server = WebServer(build_web_app(app.service, app.storage, options), options)
+                self.web = build_web_app(app.service, app.storage, options)
+                server = WebServer(self.web, options)
                 await server.start()
                 try:
                     store = SqlWebTokens(app.storage)

@@ -100,3 +100,42 @@ async def test_the_hub_refuses_streams_past_its_bound(monkeypatch: pytest.Monkey
     assert hub.register() is not None
     hub.close()
     assert second.is_set()  # closing wakes every stream so it ends
+
+
+async def test_a_stream_ends_at_its_bound_and_the_browser_reconnects(
+    http: aiohttp.ClientSession, played: PlayedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live, "MAX_STREAM_S", 0.5)
+    monkeypatch.setattr(live, "LIVE_CHECK_S", 0.1)
+    url = f"{played.url}/sessions/{played.session_id}/live"
+    async with http.get(url, headers={"Authorization": f"Bearer {played.token}"}) as response:
+        body = await asyncio.wait_for(response.read(), READ_S)  # ends by itself
+    text = body.decode()
+    assert text.startswith(f"retry: {live.RETRY_MS}") and "event: hello" in text
+
+
+async def test_a_change_no_event_announced_is_seen_by_looking(
+    http: aiohttp.ClientSession, played: PlayedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn taken by another process emits no event here: the stream's own look finds it."""
+    monkeypatch.setattr(live, "LIVE_CHECK_S", 0.2)
+    hub = played.web[live.HUB_KEY]
+
+    async def deaf() -> None:
+        for unsubscribe in hub._unsubscribe:
+            unsubscribe()
+        hub._unsubscribe.clear()
+
+    async def hearing() -> None:
+        hub.attach(played.app.events)
+
+    played.call(deaf())
+    try:
+        url = f"{played.url}/sessions/{played.session_id}/live"
+        async with http.get(url, headers={"Authorization": f"Bearer {played.token}"}) as response:
+            assert (await _next_event(response))[0] == "hello"
+            await asyncio.to_thread(played.console, "The fog rolls in.")
+            name, _ = await _next_event(response)
+            assert name == "changed"
+    finally:
+        played.call(hearing())

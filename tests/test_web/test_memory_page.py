@@ -12,7 +12,9 @@ import aiohttp
 import pytest
 
 from adapters.web.memory_rows import MAX_EDIT_CHARS
-from engine.memory.jobs import JobStatus
+from engine.memory.jobs import JobStatus, JobType, new_job
+from engine.memory.records import MemoryScope
+from engine.memory.scoping import JobScope
 from tests.test_web.played import PlayedServer
 
 pytestmark = pytest.mark.timeout(120)
@@ -130,11 +132,22 @@ async def test_admin_revives_a_dead_job_of_the_realm(
     http: aiohttp.ClientSession, played: PlayedServer
 ) -> None:
     memory = played.app.service.memory
-    states = played.call(memory.repo.list_jobs())
-    assert states, "the played session scheduled no memory job"
-    state = states[0]
-    dead = replace(state, status=JobStatus.DEAD_LETTER, last_error="the model was down")
-    assert played.call(memory.repo.save_job(dead, expected_revision=state.revision))
+    assert played.call(memory.repo.list_jobs()), "the played session scheduled no memory job"
+    # A job of a branch scope nobody plays, dead-lettered from the start: the scheduler never
+    # runs a dead job, so nothing but the page changes it.
+    session = played.call(played.app.service.timeline.find_session("console", "harbor"))
+    scope = JobScope(
+        realm_id=str(session.realm_id),
+        session_id=str(session.id),
+        scope=MemoryScope.BRANCH,
+        scope_id="999999",
+    )
+    fresh = new_job(JobType.COMPACT, scope.key, due_at=memory.clock.now())
+    state = replace(
+        fresh, status=JobStatus.DEAD_LETTER, attempts=5, last_error="the model was down"
+    )
+    assert played.call(memory.repo.save_job(state, expected_revision=None))
+    state = played.call(memory.repo.load_job(JobType.COMPACT, scope.key))
     url = f"{played.url}/sessions/{played.session_id}/memory"
     async with http.get(url, headers=_auth(played.token)) as response:
         html = await response.text()
@@ -152,3 +165,19 @@ async def test_admin_revives_a_dead_job_of_the_realm(
     assert loaded.status is not JobStatus.DEAD_LETTER
     unknown = await _post(http, played, "/memory-jobs/revive", played.token, job="nope:x")
     assert unknown.status == 303 and "error=" in unknown.headers["Location"]
+
+
+async def test_the_listing_search_and_query_are_bounded(
+    http: aiohttp.ClientSession, played: PlayedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from adapters.web import memory_rows, pages_memory
+
+    monkeypatch.setattr(memory_rows, "MAX_PAGE_RECORDS", 2)
+    assert len(await _records(http, played)) == 2
+    monkeypatch.setattr(memory_rows, "SEARCH_HITS", 1)
+    assert len(await _records(http, played, q="lighthouse night")) == 1
+    monkeypatch.setattr(pages_memory, "MAX_QUERY_CHARS", 5)
+    url = f"{played.url}/sessions/{played.session_id}/memory"
+    async with http.get(url, params={"q": "lighthouse"}, headers=_auth(played.token)) as r:
+        html = await r.text()
+    assert 'value="light"' in html and "lighthouse</" not in html.split("Records matching")[1][:40]
