@@ -158,3 +158,37 @@ async def test_a_taken_port_leaves_the_bot_running_without_its_page(tmp_path: Pa
         assert "session tavern" in out.decode()  # the console played on
     finally:
         holder.close()
+
+
+async def test_web_alone_serves_until_sigterm(tmp_path: Path) -> None:
+    config = _config(tmp_path, "port = 0\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "DISCORD"))}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        "--config",
+        str(config),
+        "web",
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    try:
+        assert proc.stderr is not None
+        url = re.search(r"web page at (\S+)", await _line_with(proc.stderr, "web page at"))
+        token = (await _line_with(proc.stderr, "web access token")).rsplit(" ", 1)[1].strip()
+        assert url is not None
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(STEP_TIMEOUT_S)) as http:
+            head = {"Authorization": f"Bearer {token}"}
+            listed = await http.get(f"{url.group(1)}api/sessions", headers=head)
+            assert listed.status == 200 and (await listed.json())["sessions"] == []
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), STEP_TIMEOUT_S)
+        assert proc.returncode == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            with contextlib.suppress(ProcessLookupError):
+                await proc.wait()
