@@ -57,7 +57,9 @@ class SessionAssets:
 
 class ParsedAssets:
     """Parsed assets kept between turns, keyed by what identifies one stored version (realm,
-    kind, name, row id and last update), so a changed asset is parsed again. At most
+    kind, name, row id and last update), so a changed asset is parsed again. Validated, not
+    trusted: every turn reads the rows themselves (one read for all of them), so an asset
+    imported again through another process is parsed again on this process's next turn. At most
     :data:`ASSET_CACHE_SIZE` entries, least recently used dropped first."""
 
     def __init__(self, size: int = ASSET_CACHE_SIZE) -> None:
