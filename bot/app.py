@@ -30,7 +30,11 @@ from adapters.console.terminal import TerminalConsole, session_history
 from adapters.llm import OFFLINE_ANNOUNCEMENT, ChatModelPool
 from adapters.secrets import build_secret_cipher
 from adapters.storage import SqlStorage
+from adapters.storage.branch_locks import AdvisoryBranchLocks, branch_order_for
+from adapters.storage.database import is_sqlite
+from adapters.storage.sqlite_guard import hold_sqlite_file
 from bot.config import Settings, console_card, database_location, describe_model
+from bot.embeddings import build_embedder
 from bot.events import EventBus
 from bot.scheduler import build_memory_service, session_memory_on, start_memory_jobs
 from bot.startup import open_database
@@ -49,6 +53,11 @@ SHUTDOWN_GRACE_S = 5.0
 def _secret(value: SecretStr | None) -> str | None:
     """The configured secret's text; None when it is unset or empty."""
     return (value.get_secret_value() or None) if value is not None else None
+
+
+def _say_waiting(message: str) -> None:
+    """Tell the person who started this process why it does not start yet."""
+    print(f"tavernbot: {message}", file=sys.stderr, flush=True)
 
 
 class Application:
@@ -92,10 +101,18 @@ class Application:
 
     async def __aenter__(self) -> Application:
         try:
-            self.storage = await open_database(
-                self.settings.database.url, echo=self.settings.database.echo
-            )
+            database = self.settings.database
+            if is_sqlite(database.url):
+                # SQLite is single-host: a second run/chat on the file waits for the first.
+                await self.stack.enter_async_context(
+                    hold_sqlite_file(database.url, on_wait=_say_waiting)
+                )
+            self.storage = await open_database(database.url, echo=database.echo)
             self.stack.push_async_callback(self.storage.close)
+            # Turns of one branch in order, across processes on PostgreSQL.
+            locks = branch_order_for(self.storage.engine)
+            if isinstance(locks, AdvisoryBranchLocks):
+                self.stack.push_async_callback(locks.aclose)
             # Runs after the owned tasks (the heartbeat among them) were cancelled.
             self.stack.push_async_callback(self._release_lease)
             self.stack.push_async_callback(self.pool.aclose)
@@ -111,11 +128,15 @@ class Application:
                 return pool.for_profile(profile, cipher, environ)
 
             default = self.default_profile()
+            embedder = build_embedder(self.settings)
+            if embedder is not None:
+                self.stack.push_async_callback(embedder.aclose)
             memory = build_memory_service(
                 self.storage,
                 model=model_for(default),
                 model_name=default.model,
                 events=self.events,
+                embedder=embedder,
             )
             self._service = TavernService(
                 self.storage,
@@ -126,6 +147,9 @@ class Application:
                 memory=memory,
                 # Every session created from now on starts with [session]; others keep theirs.
                 session_defaults=self.settings.session.defaults(),
+                locks=locks,
+                lease_heartbeat_s=database.lease_heartbeat_s,
+                lease_expiry_s=database.lease_expiry_s,
             )
             failed = await self._service.start(only=self.recover_only)
             # The lease keeps this process's turns safe from another process's recovery.
@@ -345,6 +369,10 @@ async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | N
     default_card = None if on_platforms else console_card(settings)
     announce_setup(settings)
     async with Application(settings) as app, AsyncExitStack() as fronts:
+        from bot.web import serve_web
+
+        # The web page first: its address and first token print before a console takes over.
+        await serve_web(app, fronts)
         started: list[str] = []
         if _secret(settings.discord.token):
             from adapters.discord.runner import DiscordRunner

@@ -32,15 +32,13 @@ from engine.turns.profiles import environment_profile
 from engine.turns.service import TavernService
 from tests.fakes.openai_server import QUIET_MEMORY_AGENT, FakeOpenAIServer, FakeReply
 from tests.test_e2e.console import ConsoleProcess, chat_env
-from tests.test_scale.process_support import fresh_database
+from tests.test_scale.process_support import fresh_database, ready
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(180)]
 KEY = SessionKey(platform="console", realm=CONSOLE_REALM, key="compacting")
 SUMMARY = "The travellers crossed the river and reached the mill."
 SUMMARY_LATENCY_S = 3 * TICK_INTERVAL.total_seconds()
 """How long the summariser's answer takes: several ticks of the other process."""
-START_WAIT_S = 60.0
-"""Upper bound for a process to start and answer."""
 WAIT_S = 90.0
 """Upper bound for the compaction to be done (never a speed claim)."""
 
@@ -93,15 +91,6 @@ class Session:
             tag_summaries=[f"On floor {floor} the travellers walked on."],
             run_agent=False,
         )
-
-
-async def ready(proc: ConsoleProcess) -> None:
-    """Wait for the process to answer (start-up migrates and loads tokenizers: slow on a
-    busy machine)."""
-    await proc.send("/vars")
-    assert proc.proc.stdout is not None
-    line = await asyncio.wait_for(proc.proc.stdout.readline(), START_WAIT_S)
-    assert b'"vars"' in line, line
 
 
 async def macros(repo: SqlMemoryRepository, view: Viewpoint) -> list[Any]:
