@@ -17,11 +17,16 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapters.storage.database import create_engine
 
 HERE = Path(__file__).resolve().parent
+
+MIGRATION_LOCK_KEY = 0x7461_7665_726E_6D67
+"""PostgreSQL advisory lock taken for a migration ("tavernmg"): processes started together on a
+fresh database migrate one after the other; the later ones find the schema at head."""
 
 
 def alembic_config() -> Config:
@@ -38,7 +43,18 @@ def _upgrade_on(connection: Any, revision: str) -> None:
 async def upgrade_engine(engine: AsyncEngine, revision: str = "head") -> None:
     """Apply every migration up to ``revision`` on ``engine``'s database."""
     async with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            # Held to the transaction's end: two processes creating the same tables at once
+            # would collide in PostgreSQL's catalogue (a duplicate type name).
+            await connection.execute(
+                text("select pg_advisory_xact_lock(:key)"), {"key": _signed64(MIGRATION_LOCK_KEY)}
+            )
         await connection.run_sync(_upgrade_on, revision)
+
+
+def _signed64(key: int) -> int:
+    """``key`` as PostgreSQL's signed bigint."""
+    return key - (1 << 64) if key >= 1 << 63 else key
 
 
 async def current_revision(engine: AsyncEngine) -> str | None:
