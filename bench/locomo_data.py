@@ -46,6 +46,7 @@ class Floor:
     reply_text: str
     dia_ids: tuple[str, ...]
     observations: tuple[Observation, ...] = ()
+    session_date: str = ""  # the session's date as LoCoMo gives it ("1:56 pm on 8 May, 2023")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +57,7 @@ class Question:
     text: str
     evidence: tuple[str, ...]
     category: int
+    answer: str = ""  # the gold answer (category 2, temporal: a date or a span of time)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,6 +126,7 @@ def load_conversation(path: Path = LOCOMO_ZIP, *, sessions: int | None = None) -
             reply_text=f.reply_text,
             dia_ids=f.dia_ids,
             observations=tuple(o for d in f.dia_ids for o in by_turn.get(d, ())),
+            session_date=str(data.get(f"session_{f.session}_date_time") or ""),
         )
         for f in floors
     ]
@@ -134,6 +137,7 @@ def load_conversation(path: Path = LOCOMO_ZIP, *, sessions: int | None = None) -
             text=str(q["question"]),
             evidence=tuple(_dia_ids(q.get("evidence", []))),
             category=int(q.get("category") or 0),
+            answer=str(q.get("answer") or ""),
         )
         for i, q in enumerate(data["qa"])
         if _dia_ids(q.get("evidence", [])) and set(_dia_ids(q["evidence"])) <= played

@@ -78,6 +78,7 @@ ENV_OVERRIDES: Mapping[str, tuple[str, str]] = {
     "TAVERNBOT_SESSION_TOOLS": ("session", "tools"),
     "TAVERNBOT_SESSION_MEMORY": ("session", "memory"),
     "TAVERNBOT_SESSION_MEMORY_BUDGET": ("session", "memory_budget"),
+    "TAVERNBOT_MEMORY_STORY_DATE_VARIABLE": ("memory", "story_date_variable"),
     "TAVERNBOT_SESSION_MACRO_MODE": ("session", "macro_mode"),
     "TAVERNBOT_SESSION_REPLY_POLICY": ("session", "reply_policy"),
     "TAVERNBOT_WEB_TOKEN": ("web", "token"),
@@ -274,6 +275,13 @@ class WebSettings(_Section):
         return self
 
 
+class MemorySettingsSection(_Section):
+    """Long-term memory across sessions: where the in-story date of a turn is read from
+    (``engine.memory.story_dates``; ``""`` turns story dates off)."""
+
+    story_date_variable: str = Field(default="date", max_length=100)
+
+
 class Settings(_Section):
     """The whole validated configuration."""
 
@@ -285,6 +293,7 @@ class Settings(_Section):
     session: SessionSection = SessionSection()
     security: SecuritySettings = SecuritySettings()
     web: WebSettings = WebSettings()
+    memory: MemorySettingsSection = MemorySettingsSection()
     _sources: dict[tuple[str, str], str] = PrivateAttr(default_factory=dict)
     _config_file: Path | None = PrivateAttr(default=None)
 

@@ -25,6 +25,8 @@ ID_LENGTH = 64
 """Longest memory record id (engine ids are short: ``mem-12`` or a hex uuid)."""
 SCOPE_ID_LENGTH = 200
 """Longest scope id (a floor scope is ``<branch>#<floor>``)."""
+STORY_DATE_LENGTH = 64
+"""Longest in-story date kept on a record (longer values are cut when written)."""
 JOB_SCOPE_LENGTH = 300
 """Longest job scope key (``<realm>/<session>/<scope>:<scope id>``)."""
 
@@ -70,6 +72,7 @@ class MemoryRecordRow(Base):
     ended_floor: Mapped[int | None] = mapped_column(Integer)
     token_estimate: Mapped[int] = mapped_column(Integer)
     flags: Mapped[Any] = mapped_column(JSON)
+    story_date: Mapped[str | None] = mapped_column(String(STORY_DATE_LENGTH))
 
 
 class MemoryRelationRow(Base):
@@ -108,3 +111,14 @@ class MemoryJobRow(Base):
     takeovers: Mapped[int] = mapped_column(Integer)
     last_error: Mapped[str | None] = mapped_column(Text)
     last_success_at: Mapped[datetime | None] = mapped_column()
+
+
+class MemoryRevisionRow(Base):
+    """A realm's memory revision: triggers (migration ``0008``) bump it on every change of the
+    realm's records or relations, so a process's cached view of them is checked with one
+    small read."""
+
+    __tablename__ = "memory_revision"
+
+    realm_id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    revision: Mapped[int] = mapped_column(Integer)

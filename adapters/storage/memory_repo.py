@@ -29,6 +29,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from adapters.storage.memory_models import STORY_DATE_LENGTH, MemoryRevisionRow
 from adapters.storage.tables import JOB, RECORD, RELATION
 from engine.errors import ConflictError
 from engine.memory.errors import MemoryConflictError
@@ -45,6 +46,8 @@ from engine.memory.records import (
     Provenance,
     RelationKind,
 )
+
+_REVISION = MemoryRevisionRow.__table__
 
 IN_CHUNK = 500
 """Ids per ``IN (...)`` list: well under SQLite's and asyncpg's bound-parameter limits."""
@@ -100,6 +103,7 @@ def record_values(record: MemoryRecord) -> dict[str, Any]:
         "ended_floor": record.ended_floor,
         "token_estimate": record.token_estimate,
         "flags": list(record.flags),
+        "story_date": None if record.story_date is None else record.story_date[:STORY_DATE_LENGTH],
     }
 
 
@@ -138,6 +142,7 @@ def record_of(row: Row[Any]) -> MemoryRecord:
         ended_floor=row.ended_floor,
         token_estimate=row.token_estimate,
         flags=tuple(row.flags or ()),
+        story_date=row.story_date,
     )
 
 
@@ -287,6 +292,16 @@ class SqlMemoryRepository:
         async with self._begin() as conn:
             rows = await conn.execute(statement)
             return [record_of(row) for row in rows]
+
+    async def revision(self, realm_id: str) -> int | None:
+        """The realm's memory revision (bumped by triggers on every change of its records or
+        relations); None before anything was written, or on a database without them."""
+        async with self._begin() as conn:
+            found = await conn.execute(
+                select(_REVISION.c.revision).where(_REVISION.c.realm_id == realm_id)
+            )
+            value = found.scalar_one_or_none()
+        return None if value is None else int(value)
 
     async def relations_for(self, record_ids: Sequence[str]) -> list[MemoryRelation]:
         """Every relation whose source or target is one of ``record_ids``, oldest first."""

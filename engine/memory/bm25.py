@@ -219,6 +219,30 @@ class Bm25Index:
                 )
         return total
 
+    def scores(self, query: Mapping[str, float]) -> dict[str, float]:
+        """:meth:`score` of every document, each term's idf computed once (same values)."""
+        weighted = [(term, weight * self.idf(term)) for term, weight in query.items()]
+        average = self.average_length or 1
+        found: dict[str, float] = {}
+        for doc_id, counts in self.doc_terms.items():
+            if not counts:
+                found[doc_id] = 0.0
+                continue
+            length_norm = 1.0 - BM25_B + BM25_B * self.doc_lengths[doc_id] / average
+            found[doc_id] = _bm25(weighted, counts, length_norm)
+        return found
+
+
+def _bm25(
+    weighted: Sequence[tuple[str, float]], counts: Counter[str], length_norm: float
+) -> float:
+    total = 0.0
+    for term, weight_idf in weighted:
+        tf = counts.get(term, 0)
+        if tf:
+            total += weight_idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * length_norm)
+    return total
+
 
 def weighted_query(parts: Sequence[tuple[str, float]]) -> dict[str, float]:
     """Combine texts with weights into one query; a term keeps the highest weight it got."""
@@ -237,7 +261,7 @@ def relative_scores(index: Bm25Index, query: Mapping[str, float]) -> dict[str, f
     near zero. Here the document that best matches scores 1, whatever its raw score; every
     document scores 0 when none shares a term with ``query``.
     """
-    raw = {doc_id: index.score(doc_id, query) for doc_id in index.doc_terms}
+    raw = index.scores(query)
     best = max(raw.values(), default=0.0)
     if best <= 0:
         return dict.fromkeys(raw, 0.0)

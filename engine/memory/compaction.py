@@ -73,6 +73,7 @@ from engine.memory.records import (
     tier_name,
 )
 from engine.memory.sanitize import neutralize, quote_for_injection
+from engine.memory.story_dates import dated_lines
 from engine.ports import ChatMessage, ChatRequest
 
 MICRO_COUNT_THRESHOLD = 12
@@ -261,7 +262,11 @@ async def run_compaction(
     retries it.
     """
     policy = policy or CompactionPolicy()
-    parts = [SourcePart(text=s.text, start=_order(s)[1], end=_order(s)[0]) for s in task.sources]
+    # A dated source is shown with its dates, so the summary keeps them (story_dates).
+    parts = [
+        SourcePart(text=dated_lines(s.text, s.story_date), start=_order(s)[1], end=_order(s)[0])
+        for s in task.sources
+    ]
     parts[0] = SourcePart(text=parts[0].text, start=task.coverage_start, end=parts[0].end)
     parts[-1] = SourcePart(text=parts[-1].text, start=parts[-1].start, end=task.coverage_end)
     notes: list[Diagnostic] = []

@@ -330,7 +330,7 @@ def _placed(item: ScoredUnit) -> Placed:
 
 
 def _line(unit: MemoryUnit, max_item_chars: int) -> str:
-    return f"- {quote_for_injection(unit.display, max_chars=max_item_chars)}"
+    return f"- {quote_for_injection(unit.shown, max_chars=max_item_chars)}"
 
 
 def _render(items: Sequence[Placed], max_item_chars: int) -> str:
@@ -362,10 +362,10 @@ def render_block(records: Sequence[MemoryRecord], *, max_item_chars: int) -> str
 def _too_long(items: Sequence[Placed], max_item_chars: int) -> tuple[str, ...]:
     """A warning for each unit cut because it alone is longer than the item limit."""
     return tuple(
-        f"memory unit {unit.id} (floor {unit.floor_start}) is {len(unit.display)} characters,"
+        f"memory unit {unit.id} (floor {unit.floor_start}) is {len(unit.shown)} characters,"
         f" over the {max_item_chars}-character item limit: cut"
         for _, unit in items
-        if len(quote_for_injection(unit.display, max_chars=sys.maxsize)) > max_item_chars
+        if len(quote_for_injection(unit.shown, max_chars=sys.maxsize)) > max_item_chars
     )
 
 

@@ -133,6 +133,7 @@ class MemoryRecord:
     ended_floor: int | None = None
     token_estimate: int = 0
     flags: tuple[str, ...] = ()
+    story_date: str | None = None  # the in-story date of what it remembers, as the chat gave it
 
     @property
     def is_micro(self) -> bool:

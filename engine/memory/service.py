@@ -70,8 +70,10 @@ from engine.memory.records import (
     MemoryRelation,
     MemoryScope,
 )
+from engine.memory.revival import check_owned, plan_revive
 from engine.memory.scoping import JobScope
 from engine.memory.search import SEARCH_LIMIT, SearchHit, search_memories
+from engine.memory.story_dates import STORY_DATE_VARIABLE, stamped
 from engine.memory.summarisers import summariser_for
 from engine.memory.worker import ensure_job
 from engine.ports import ChatModel, Clock, Event, EventSink
@@ -95,6 +97,7 @@ class MemorySettings:
     allowed_scopes: frozenset[MemoryScope] = DEFAULT_AGENT_SCOPES
     summary_scope: MemoryScope = MemoryScope.BRANCH
     max_compactions_per_run: int = MAX_COMPACTIONS_PER_RUN
+    story_date_variable: str = STORY_DATE_VARIABLE  # the chat variable holding the story date
 
     def __post_init__(self) -> None:
         if self.max_compactions_per_run < 1:
@@ -115,6 +118,13 @@ class MemoryTurnOutcome:
 class _NullSink:
     def emit(self, event: Event) -> None:
         """Drop the event."""
+
+
+def _dated(plan: MutationPlan, story_date: str | None) -> MutationPlan:
+    """``plan`` with its new records carrying the turn's in-story date."""
+    if not story_date or not plan.new_records:
+        return plan
+    return replace(plan, new_records=stamped(plan.new_records, story_date))
 
 
 def _new_id() -> str:
@@ -264,6 +274,7 @@ class MemoryService:
         run_agent: bool = True,
         model: ChatModel | None = None,
         model_name: str | None = None,
+        story_date: str | None = None,
     ) -> MemoryTurnOutcome:
         """Store what a committed turn taught (step 8); never raises an EngineError.
 
@@ -271,7 +282,8 @@ class MemoryService:
         texts of the extracted ``<summary>``-style blocks. With ``run_agent`` and a model the
         memory agent plans facts, loops and the micro summary; otherwise the tags become the
         micro summary. ``model``/``model_name`` override the service's memory model for this
-        turn (the turn's snapshotted memory-slot profile).
+        turn (the turn's snapshotted memory-slot profile). ``story_date`` is the in-story date
+        the turn was played on (:mod:`engine.memory.story_dates`): the records it writes carry it.
         """
         now = self.clock.now()
         tags = tuple(t for t in tag_summaries if t.strip())
@@ -285,7 +297,7 @@ class MemoryService:
         )
 
         def fallback() -> MutationPlan:
-            return plan_tag_summaries(tags, turn=turn, new_id=self.new_id)
+            return _dated(plan_tag_summaries(tags, turn=turn, new_id=self.new_id), story_date)
 
         degraded = False
         try:
@@ -302,6 +314,7 @@ class MemoryService:
             kind = "agent_failed" if isinstance(exc, GenerationError) else "agent_skipped"
             self._emit(memory_event(kind, floor_no=view.floor_no, error=str(exc)))
             plan, degraded = fallback(), True
+        plan = _dated(plan, story_date)
         applied = await self._apply_turn(view, plan, fallback)
         if applied is None:
             return MemoryTurnOutcome(plan=plan, applied=False, degraded=True)
@@ -357,7 +370,7 @@ class MemoryService:
         attempt, last = plan, False
         while True:
             try:
-                await self.repo.apply_plan(attempt)
+                await self.recall.apply(self.repo, attempt)
             except EngineError as exc:
                 self._emit(
                     memory_event(
@@ -416,9 +429,27 @@ class MemoryService:
             reason=reason,
         )
         plan = MutationPlan(changes=(change,), events=(memory_event("forgotten", id=record.id),))
-        await self.repo.apply_plan(plan)
+        await self.recall.apply(self.repo, plan)
         self._committed(plan, None if view is None else view.floor_no)
         return replace(record, lifecycle=Lifecycle.DEPRECATED, updated_at=now)
+
+    async def revive(
+        self, record_id: str, *, view: Viewpoint, reason: str = "revived"
+    ) -> MemoryRecord:
+        """Bring a forgotten record of ``view``'s realm and lineage back to active (the inverse
+        of :meth:`forget`; the checks are :mod:`engine.memory.revival`'s)."""
+        found = await self.repo.get_records([record_id])
+        record = check_owned(found[0] if found else None, view, record_id)
+        relations = await self.repo.relations_for([record.id])
+        others = {r.source_id for r in relations if r.target_id == record.id}
+        replacements = await self.repo.get_records(sorted(others)) if others else []
+        now = self.clock.now()
+        plan = plan_revive(record, relations, replacements, now=now, reason=reason)
+        await self.recall.apply(self.repo, plan)
+        self._committed(plan, view.floor_no)
+        return replace(
+            record, lifecycle=Lifecycle.ACTIVE, updated_at=now, ended_branch=None, ended_floor=None
+        )
 
     # ------------------------------------------------------------------ jobs
 
@@ -465,7 +496,7 @@ class MemoryService:
                 policy=self.settings.compaction,
                 job_id=job_id,
             )
-            await self.repo.apply_plan(plan)
+            await self.recall.apply(self.repo, plan)
             self._committed(plan, head)
             plans.append(plan)
         return plans
@@ -543,7 +574,7 @@ class MemoryService:
     async def _apply_job_plan(self, plan: MutationPlan, floor_no: int | None) -> None:
         if plan.is_empty:
             return
-        await self.repo.apply_plan(plan)  # a conflict propagates: the job retries it
+        await self.recall.apply(self.repo, plan)  # a conflict propagates: the job retries it
         self._committed(plan, floor_no)
 
     # ------------------------------------------------------------------ events

@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Final
 
 from engine.memory.records import MemoryKind, MemoryRecord
+from engine.memory.story_dates import dated
 
 MAX_UNIT_CHARS = 400  # a retrievable unit is at most this long (a few sentences, one fact)
 MIN_WORD_SPLIT_CHARS = 80  # a run-on sentence is split at a space no earlier than this
@@ -56,6 +57,12 @@ class MemoryUnit:
         if record.kind is MemoryKind.FACT and record.key:
             return f"{record.key}: {self.text}"
         return self.text
+
+    @property
+    def shown(self) -> str:
+        """The unit as the memory block renders it: :attr:`display` after its record's
+        in-story date, relative days resolved (:func:`engine.memory.story_dates.dated`)."""
+        return dated(self.display, self.record.story_date)
 
 
 def _split_long(line: str, max_chars: int) -> list[str]:

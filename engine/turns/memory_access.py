@@ -17,6 +17,7 @@ from engine.memory.ports import MemoryQuery
 from engine.memory.records import MemoryRecord
 from engine.memory.scoping import viewpoint_for
 from engine.memory.service import MemoryService
+from engine.memory.story_dates import story_date_of
 from engine.ports import Storage
 from engine.prompt.inputs import MemoryItem
 from engine.turns.api import (
@@ -111,6 +112,8 @@ class MemoryAccess:
             return
         profile = snapshot.profile("memory")
         summaries = [str(item.get("text", "")) for item in meta.get("summaries", ())]
+        # The in-story date the turn was played on, as its variables held it (issue 18).
+        story_date = story_date_of(read.state.merged(), memory.settings.story_date_variable)
         model_for = self._model_for
 
         async def work() -> None:
@@ -122,6 +125,7 @@ class MemoryAccess:
                     tag_summaries=summaries,
                     model=model_for(profile),
                     model_name=profile.model,
+                    story_date=story_date,
                 )
             except Exception:  # memory must never break the conversation
                 log.exception("memory after commit failed")

@@ -36,6 +36,7 @@ TABLES = {
     "role_lease",
     "memory_unit_vector",
     "web_token",
+    "memory_revision",
     "alembic_version",
 }
 
