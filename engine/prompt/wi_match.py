@@ -100,13 +100,17 @@ def secondary_passes(
     options: MatchOptions,
     render: KeyRender,
     budget: RegexBudget | None = None,
+    *,
+    hits: list[str] | None = None,
 ) -> bool:
     """SillyTavern's secondary-key logic (AND ANY, NOT ALL, NOT ANY, AND ALL), evaluated in
-    key order with the same early exits."""
+    key order with the same early exits; the keys that matched are appended to ``hits``."""
     has_any = False
     has_all = True
     for raw in keys:
         hit = match_key(haystack, render(raw), options, budget)
+        if hit and hits is not None:
+            hits.append(raw)
         has_any = has_any or hit
         has_all = has_all and hit
         if logic == LOGIC_AND_ANY and hit:

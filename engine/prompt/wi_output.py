@@ -21,6 +21,15 @@ from engine.formats.worldbook import (
 )
 from engine.prompt.wi_timed import TimedState
 
+FIRED_CONSTANT = "constant"
+"""``fired_by`` of a constant entry."""
+FIRED_FORCED = "forced"
+"""``fired_by`` of an entry the request forced (a macro or a script activated it)."""
+FIRED_STICKY = "sticky"
+"""``fired_by`` of an entry kept on by its sticky timed effect."""
+FIRED_DECORATOR = "@@activate"
+"""``fired_by`` of an entry whose ``@@activate`` decorator activates it."""
+
 POSITION_NAMES = {
     POS_BEFORE: "before",
     POS_AFTER: "after",
@@ -48,6 +57,10 @@ class ActivatedEntry:
     role: int
     outlet_name: str
     content: str
+    fired_by: str = ""
+    """What activated it: the primary key that matched (``key + secondary, ...`` with the
+    secondary keys that matched too), or :data:`FIRED_CONSTANT`, :data:`FIRED_FORCED`,
+    :data:`FIRED_STICKY` or :data:`FIRED_DECORATOR`."""
 
     def to_json(self) -> dict[str, Any]:
         """A plain summary for dry runs and logs."""
@@ -62,6 +75,7 @@ class ActivatedEntry:
             "role": self.role,
             "outlet": self.outlet_name,
             "content": self.content,
+            "fired_by": self.fired_by,
         }
 
 
@@ -125,6 +139,7 @@ def build_result(
     used_tokens: int,
     overflowed: bool,
     passes: int,
+    fired: Mapping[str, str] | None = None,
 ) -> WorldInfoResult:
     """Group activated ``(key, book, entry, content)`` items by position."""
     ordered = sorted(activated, key=lambda item: -item[2].order)
@@ -146,6 +161,7 @@ def build_result(
                 role=ROLE_SYSTEM if entry.role is None else entry.role,
                 outlet_name=entry.outlet_name,
                 content=text,
+                fired_by=(fired or {}).get(key, ""),
             )
         )
     ascending = list(reversed(kept))  # SillyTavern unshifts: the highest order ends up last

@@ -27,7 +27,14 @@ from engine.prompt.wi_match import (
     score_entry,
     secondary_passes,
 )
-from engine.prompt.wi_output import WorldInfoResult, build_result
+from engine.prompt.wi_output import (
+    FIRED_CONSTANT,
+    FIRED_DECORATOR,
+    FIRED_FORCED,
+    FIRED_STICKY,
+    WorldInfoResult,
+    build_result,
+)
 from engine.prompt.wi_sources import (
     BOOK_KINDS,
     BookSource,
@@ -178,6 +185,9 @@ class _Scan:
         self.filter_name = filter_name(request.character_avatar, request.character_name)
         self.skew = 0
         self.recurse: list[str] = []
+        # Why each candidate passed its last check (the key that fired, or how it was
+        # activated without one), reported with the entry once it is activated.
+        self.fired: dict[str, str] = {}
         self._haystacks: dict[tuple[int, tuple[bool, ...], bool], Haystack] = {}
 
     def key_text(self, key: str) -> str:
@@ -257,22 +267,37 @@ class _Scan:
         if state == _RECURSION and self.settings.recursive and e.exclude_recursion and not sticky:
             return False
         if item.activate:
+            self.fired[item.key] = FIRED_DECORATOR
             return True
         if item.dont_activate:
             return False
         if item.key in self.req.forced or e.constant or sticky:
+            self.fired[item.key] = (
+                FIRED_FORCED
+                if item.key in self.req.forced
+                else FIRED_CONSTANT
+                if e.constant
+                else FIRED_STICKY
+            )
             return True
         if not e.keys:
             return False
         hay = self.haystack(e, state)
         opts = self.options(e)
         budget = self.regex_budget
-        if not any(match_key(hay, self.key_text(k), opts, budget) for k in e.keys):
+        # ``next`` stops at the first matching key, as ``any`` did: the same regex budget.
+        primary = next((k for k in e.keys if match_key(hay, self.key_text(k), opts, budget)), None)
+        if primary is None:
             return False
+        self.fired[item.key] = primary
         if e.selective and e.secondary_keys:
-            return secondary_passes(
-                hay, e.secondary_keys, e.selective_logic, opts, self.key_text, budget
+            hits: list[str] = []
+            passed = secondary_passes(
+                hay, e.secondary_keys, e.selective_logic, opts, self.key_text, budget, hits=hits
             )
+            if hits:
+                self.fired[item.key] = f"{primary} + {', '.join(hits)}"
+            return passed
         return True
 
     def run(self) -> WorldInfoResult:
@@ -376,6 +401,7 @@ class _Scan:
             used_tokens=used_tokens,
             overflowed=overflowed,
             passes=passes,
+            fired=self.fired,
         )
 
     def _score(self, entry: WorldEntry, state: int) -> int:
