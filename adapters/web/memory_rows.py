@@ -157,11 +157,16 @@ def rows_for(
     return rows
 
 
+STATES: Final = {"": None, "active": Lifecycle.ACTIVE, "forgotten": Lifecycle.DEPRECATED}
+"""The page's record filters (``?state=``): all, active only, forgotten only."""
+
+
 async def memory_rows(
-    memory: MemoryService, view: Viewpoint, *, query: str = ""
+    memory: MemoryService, view: Viewpoint, *, query: str = "", state: str = ""
 ) -> list[MemoryRow]:
     """The session's records (every lifecycle, newest first), or the search hits for
-    ``query`` (best first), each with its lineage."""
+    ``query`` (best first), each with its lineage; ``state`` (a :data:`STATES` key) keeps
+    only active or only forgotten ones."""
     now = memory.clock.now()
     scores: dict[str, float] | None = None
     if query.strip():
@@ -173,6 +178,9 @@ async def memory_rows(
             view.realm_id, view.session_id, include_inactive=True, limit=MAX_PAGE_RECORDS
         )
         records.sort(key=lambda r: (-r.created_floor, r.id))
+    wanted = STATES.get(state)
+    if wanted is not None:
+        records = [r for r in records if r.lifecycle is wanted]
     relations = await memory.repo.relations_for([r.id for r in records])
     # Lineage names the other side of each relation even when it is not on this page.
     missing = {x for rel in relations for x in (rel.source_id, rel.target_id)}
@@ -207,6 +215,12 @@ async def forget_record(memory: MemoryService, view: Viewpoint, record_id: str) 
     """Forget one of the session's memories on every branch (as ``/forget`` does)."""
     record = await owned_record(memory, view, record_id)
     await memory.forget(record.id, reason="forgotten from the web page")
+
+
+async def revive_record(memory: MemoryService, view: Viewpoint, record_id: str) -> None:
+    """Bring a forgotten memory of the session back (the memory service's ``revive``)."""
+    record = await owned_record(memory, view, record_id)
+    await memory.revive(record.id, view=view, reason="revived from the web page")
 
 
 async def edit_record(

@@ -1,7 +1,8 @@
 """The memory page: a session's long-term memory records with tier, scope, importance, decay,
 coverage and lineage (a macro summary and the micros it compacts, an edit and what it
 replaced), a search, and the realm's memory jobs with failed and dead ones first. Admins edit,
-forget records and revive dead jobs; every write goes through the engine's memory service (the
+forget and revive records (``?state=forgotten`` lists the forgotten ones) and revive
+dead jobs; every write goes through the engine's memory service (the
 calls ``tavernbot memory`` and ``/forget`` make). ``?branch=`` picks the viewpoint (``main``).
 """
 
@@ -15,11 +16,13 @@ from adapters.storage.web_repo import SessionEntry
 from adapters.web.auth import form_text, require_admin
 from adapters.web.context import context_of
 from adapters.web.memory_rows import (
+    STATES,
     edit_record,
     forget_record,
     job_rows,
     memory_rows,
     revive_job,
+    revive_record,
     session_view,
 )
 from adapters.web.pages_sessions import entry_of
@@ -55,6 +58,13 @@ def _branch(request: web.Request) -> str:
     return request.query.get("branch", "").strip() or MAIN_BRANCH
 
 
+def _state(request: web.Request) -> str:
+    state = request.query.get("state", "").strip()
+    if state not in STATES:
+        raise web.HTTPBadRequest(text=f"state must be one of: {', '.join(k for k in STATES if k)}")
+    return state
+
+
 async def memory_page(request: web.Request) -> web.Response:
     """Records (or search hits), their lineage, and the realm's jobs."""
     entry = await entry_of(request)
@@ -62,12 +72,14 @@ async def memory_page(request: web.Request) -> web.Response:
     branch = _branch(request)
     view = await _view(request, entry, branch)
     query = request.query.get("q", "").strip()[:MAX_QUERY_CHARS]
-    rows = await memory_rows(memory, view, query=query)
+    state = _state(request)
+    rows = await memory_rows(memory, view, query=query, state=state)
     realm_jobs = await job_rows(memory, view.realm_id)
     values: dict[str, Any] = {
         "entry": entry,
         "branch": branch,
         "query": query,
+        "state": state,
         "rows": rows,
         "jobs": realm_jobs,
         "message": request.query.get("done", ""),
@@ -82,7 +94,7 @@ async def memory_api(request: web.Request) -> web.Response:
     memory = _memory(request)
     view = await _view(request, entry, _branch(request))
     query = request.query.get("q", "").strip()[:MAX_QUERY_CHARS]
-    rows = await memory_rows(memory, view, query=query)
+    rows = await memory_rows(memory, view, query=query, state=_state(request))
     return web.json_response(
         {
             "records": [
@@ -111,7 +123,7 @@ def _back(request: web.Request, entry: SessionEntry, **query: str) -> web.HTTPSe
     url = (
         request.app.router["memory"]
         .url_for(session=str(entry.id))
-        .with_query({"branch": _branch(request), **query})
+        .with_query({"branch": _branch(request), "state": _state(request), **query})
     )
     return web.HTTPSeeOther(location=str(url))
 
@@ -127,6 +139,19 @@ async def forget_action(request: web.Request) -> web.Response:
     except EngineError as exc:
         raise _back(request, entry, error=str(exc)) from None
     raise _back(request, entry, done=f"forgot {request.match_info['record']}")
+
+
+@require_admin
+async def revive_record_action(request: web.Request) -> web.Response:
+    """Bring a forgotten record of the session back to active."""
+    entry = await entry_of(request)
+    memory = _memory(request)
+    view = await _view(request, entry, _branch(request))
+    try:
+        await revive_record(memory, view, request.match_info["record"])
+    except EngineError as exc:
+        raise _back(request, entry, error=str(exc)) from None
+    raise _back(request, entry, done=f"revived {request.match_info['record']}")
 
 
 @require_admin
@@ -168,4 +193,5 @@ def setup(app: web.Application) -> None:
     app.router.add_get("/api/sessions/{session}/memory", memory_api)
     app.router.add_post("/sessions/{session}/memory/{record}/forget", forget_action)
     app.router.add_post("/sessions/{session}/memory/{record}/edit", edit_action)
+    app.router.add_post("/sessions/{session}/memory/{record}/revive", revive_record_action)
     app.router.add_post("/sessions/{session}/memory-jobs/revive", revive_action)
