@@ -25,9 +25,11 @@ SEMANTIC_TOP_K = 50
 a unit that merely shares a topic far down the list is not made relevant."""
 MIN_COSINE = 0.0
 """A unit whose cosine with the query is at most this is not in the embedding ranking."""
-SEMANTIC_ONLY_WEIGHT = 0.5
+SEMANTIC_ONLY_WEIGHT = 0.01
 """In :attr:`FusionMode.FILL`, the relevance of the embedding ranking's first unit among those
-BM25 does not match at all (the next ones get less, by their reciprocal rank)."""
+BM25 does not match at all (the next ones get less, by their reciprocal rank): below nearly
+every unit BM25 matches (relevance is relative to the best match), above every unit neither
+signal finds, so the block takes what the words find, then what only the meaning finds."""
 
 
 class FusionMode(StrEnum):

@@ -109,6 +109,8 @@ def test_fill_keeps_bm25_and_adds_what_only_the_embedding_finds() -> None:
     assert fused["semantic#0"] == pytest.approx(SEMANTIC_ONLY_WEIGHT)
     assert fused["next#0"] == pytest.approx(SEMANTIC_ONLY_WEIGHT * (RRF_K + 1) / (RRF_K + 2))
     assert fused["none#0"] == 0.0  # a negative cosine is not in the embedding ranking
+    # What only the meaning finds goes after what the words find, before what neither does.
+    assert 0 < fused["semantic#0"] < min(fused["bm25#0"], fused["other#0"]) / 10
     nothing = SemanticSignal(query=(1.0, 0.0), units={}).fuse({"a#0": 0.0})
     assert nothing == {"a#0": 0.0}
 
