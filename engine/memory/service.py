@@ -213,8 +213,7 @@ class MemoryService:
             semantic=signal,
         )
         if result.record_ids and mark_used:
-            await self.repo.mark_used(result.record_ids, floor_no=view.floor_no, at=now)
-            self.recall.marked(view.realm_id, result.record_ids, floor_no=view.floor_no, at=now)
+            await self.note_used(view, result.record_ids, at=now)()
         self._emit(
             memory_event(
                 "injected",
@@ -225,6 +224,21 @@ class MemoryService:
             )
         )
         return result
+
+    def note_used(
+        self, view: Viewpoint, record_ids: Sequence[str], *, at: datetime | None = None
+    ) -> Callable[[], Awaitable[None]]:
+        """Mark records injected at ``view``'s floor: this process's copy at once, and the
+        storage write returned for the caller to run (a turn runs it after its reply, off its
+        path; the copy already reads as the database will)."""
+        ids, when = tuple(record_ids), at or self.clock.now()
+        self.recall.marked(view.realm_id, ids, floor_no=view.floor_no, at=when)
+
+        async def write() -> None:
+            if ids:
+                await self.repo.mark_used(ids, floor_no=view.floor_no, at=when)
+
+        return write
 
     async def list_records(
         self,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any, Final
 
 from engine.errors import ConfigurationError, EngineError, NotFoundError
@@ -88,11 +88,14 @@ class MemoryAccess:
                 read.user_input or "",
                 recent_turns=recent,
                 budget=budget,
-                mark_used=mark_used,
+                mark_used=False,
             )
         except EngineError as exc:
             log.warning("memory retrieval failed, the turn goes on without it: %s", exc)
             return ()
+        if mark_used and block.record_ids:
+            # The use marks feed decay only: written in an owned task, off the turn's path.
+            self._own(self.service.note_used(view, block.record_ids)(), "memory-mark-used")
         if not block.text:
             return ()
         return (MemoryItem(id=",".join(block.record_ids) or "memory", text=block.text),)
@@ -130,7 +133,18 @@ class MemoryAccess:
             except Exception:  # memory must never break the conversation
                 log.exception("memory after commit failed")
 
-        task = asyncio.get_running_loop().create_task(work(), name="memory-after-commit")
+        self._own(work(), "memory-after-commit")
+
+    def _own(self, work: Awaitable[None], name: str) -> None:
+        """Run ``work`` in a task owned here (drained and cancelled on close)."""
+
+        async def guarded() -> None:
+            try:
+                await work
+            except Exception:  # memory must never break the conversation
+                log.exception("%s failed", name)
+
+        task = asyncio.get_running_loop().create_task(guarded(), name=name)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 

@@ -133,3 +133,17 @@ async def test_the_copies_are_bounded_least_recently_used_first(sql) -> None:
         await cache.load(repo, replace(view(3), branch_id=branch, lineage=()), read)
     assert cache.misses == 3 and cache.hits == 1
     assert len(cache._entries) == 2 and MAX_CACHED_VIEWS >= 2
+
+
+async def test_use_marks_reach_the_copy_at_once_and_storage_when_written(sql) -> None:
+    repo = SqlMemoryRepository(sql.engine)
+    service, _, _, _ = make_service(repo)
+    await repo.add_records([record("a", "the lantern in the harbour", floor=1)])
+    await service.retrieve(view(4), "lantern", mark_used=False)
+    write = service.note_used(view(4), ["a"], at=T0)
+    copy, _ = await service._lineage(view(5))
+    assert copy[0].last_used_floor == 4
+    assert (await repo.get_records(["a"]))[0].last_used_floor is None  # not written yet
+    await write()
+    stored = (await repo.get_records(["a"]))[0]
+    assert stored.last_used_floor == 4 and stored == copy[0]
