@@ -247,6 +247,7 @@ class VariableSnapshotRow(Base):
 
 
 # The memory tables live in their own module; importing it here puts them on Base.metadata.
+from adapters.storage import itemization_models as _itemization_models  # noqa: E402,F401
 from adapters.storage import memory_models as _memory_models  # noqa: E402,F401
 from adapters.storage import telegram_models as _telegram_models  # noqa: E402,F401
 from adapters.storage import vector_models as _vector_models  # noqa: E402,F401

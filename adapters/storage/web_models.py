@@ -37,6 +37,8 @@ class WebTokenRow(Base):
     realm: Mapped[str | None] = mapped_column(String(REALM_LENGTH))
     label: Mapped[str] = mapped_column(String(LABEL_LENGTH))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # When a request last presented it (to the minute: see SqlWebTokens.find); NULL: never.
+    last_used_at: Mapped[datetime | None] = mapped_column()
 
 
 # The Core handle the token repository uses (kept here, not in ``tables``, so the web page's

@@ -6,18 +6,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, insert, select, update
 
 from adapters.storage import convert
 from adapters.storage.tables import BRANCH, FLOOR, REALM, SESSION
 from adapters.storage.uow import SqlStorage
 from adapters.storage.web_models import WEB_TOKEN
+from engine.errors import ConflictError
 
 MAX_SESSIONS_LISTED: Final = 500
 """Sessions one directory listing returns at most (newest activity first)."""
+LAST_USED_EVERY_S: Final = 60
+"""A token's last use is written at most this often (one small UPDATE a minute per token in
+use, not one per request)."""
+MAX_TOKENS_LISTED: Final = 1000
+"""Tokens ``tavernbot web token --list`` shows at most (newest first)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,6 +35,7 @@ class StoredToken:
     realm: str | None
     label: str
     created_at: datetime
+    last_used_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,12 +74,38 @@ class SqlWebTokens:
             return _token(result.one())
 
     async def find(self, digest: str) -> StoredToken | None:
-        """The token with this digest, or None."""
+        """The token with this digest, or None; notes its use (at most every
+        :data:`LAST_USED_EVERY_S`)."""
         async with self._storage.read() as uow:
             row = (
                 await uow.connection.execute(select(WEB_TOKEN).where(WEB_TOKEN.c.digest == digest))
             ).first()
-            return None if row is None else _token(row)
+        if row is None:
+            return None
+        token = _token(row)
+        now = datetime.now(UTC)
+        last = token.last_used_at
+        if last is None or (now - last).total_seconds() >= LAST_USED_EVERY_S:
+            try:
+                async with self._storage.unit_of_work() as uow:
+                    await uow.connection.execute(
+                        update(WEB_TOKEN)
+                        .where(WEB_TOKEN.c.id == token.id)
+                        .values(last_used_at=now)
+                    )
+            except ConflictError:
+                pass  # a busy database: the mark is a convenience, the request goes on
+        return token
+
+    async def listed(self) -> list[StoredToken]:
+        """Every stored token (never the token itself), newest first."""
+        async with self._storage.read() as uow:
+            rows = await uow.connection.execute(
+                select(WEB_TOKEN)
+                .order_by(WEB_TOKEN.c.created_at.desc(), WEB_TOKEN.c.id.desc())
+                .limit(MAX_TOKENS_LISTED)
+            )
+            return [_token(row) for row in rows]
 
     async def count(self) -> int:
         """How many tokens are stored."""
@@ -153,6 +186,7 @@ def _token(row: Any) -> StoredToken:
         realm=row.realm,
         label=row.label,
         created_at=convert.aware(row.created_at),
+        last_used_at=None if row.last_used_at is None else convert.aware(row.last_used_at),
     )
 
 

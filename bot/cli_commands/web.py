@@ -1,12 +1,15 @@
 """``tavernbot web``: serve the web page alone (the engine, no platform), and ``tavernbot web
 token``: issue a new access token and print it. Tokens are stored hashed, so an old one can
 never be shown again: this command always makes a new one (``--read-only`` for a token that
-cannot write, ``--realm PLATFORM:KEY`` for one that sees a single realm)."""
+cannot write, ``--realm PLATFORM:KEY`` for one that sees a single realm). ``--list`` shows the
+stored tokens (label, kind, realm, created, last used; never a token) and ``--revoke LABEL``
+deletes every token with that label."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from bot.cli_commands import Subcommands
@@ -32,6 +35,13 @@ def register(sub: Subcommands) -> None:
         help="the one realm it sees (e.g. discord:GUILD_ID, console:local); default: all",
     )
     token.add_argument("--label", default=None, help="a name to recognise it by")
+    manage = token.add_mutually_exclusive_group()
+    manage.add_argument(
+        "--list", action="store_true", help="list the stored tokens instead of issuing one"
+    )
+    manage.add_argument(
+        "--revoke", metavar="LABEL", help="delete every token with this label instead"
+    )
     token.set_defaults(handler=_token)
 
 
@@ -69,6 +79,12 @@ def _token(args: argparse.Namespace) -> int:
     from bot.cli import settings_from
 
     settings = settings_from(args)
+    if args.list:
+        print(asyncio.run(listing(settings.database.url)))
+        return 0
+    if args.revoke is not None:
+        print(asyncio.run(revoke(settings.database.url, args.revoke)))
+        return 0
     kind = "read" if args.read_only else "admin"
     print(asyncio.run(issue(settings.database.url, kind=kind, realm=args.realm, label=args.label)))
     return 0
@@ -94,3 +110,49 @@ async def issue(url: str, *, kind: str, realm: str | None, label: str | None) ->
         )
     finally:
         await storage.close()
+
+
+def _when(moment: datetime | None) -> str:
+    return "never" if moment is None else moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+async def listing(url: str) -> str:
+    """The stored tokens of the database at ``url`` as a table (newest first)."""
+    from adapters.storage.web_repo import SqlWebTokens
+    from bot.startup import open_database
+
+    storage = await open_database(url)
+    try:
+        tokens = await SqlWebTokens(storage).listed()
+    finally:
+        await storage.close()
+    if not tokens:
+        return "no web tokens (the first 'tavernbot run' or 'tavernbot web' issues one)"
+    rows = [("LABEL", "KIND", "REALM", "CREATED", "LAST USED")]
+    rows += [
+        (t.label, t.kind, t.realm or "(all)", _when(t.created_at), _when(t.last_used_at))
+        for t in tokens
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]])
+        for row in rows
+    )
+
+
+async def revoke(url: str, label: str) -> str:
+    """Delete every token labelled ``label``; NotFoundError when none is."""
+    from adapters.storage.web_repo import SqlWebTokens
+    from bot.startup import open_database
+    from engine.errors import NotFoundError
+
+    storage = await open_database(url)
+    try:
+        count = await SqlWebTokens(storage).revoke(label)
+    finally:
+        await storage.close()
+    if not count:
+        raise NotFoundError(
+            f"no web token is labelled {label!r} (see 'tavernbot web token --list')"
+        )
+    return f"revoked {count} web token{'' if count == 1 else 's'} labelled {label!r}"

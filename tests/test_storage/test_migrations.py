@@ -37,6 +37,7 @@ TABLES = {
     "memory_unit_vector",
     "web_token",
     "memory_revision",
+    "page_itemization",
     "alembic_version",
 }
 
