@@ -37,7 +37,8 @@ from bot.config import Settings, console_card, database_location, describe_model
 from bot.embeddings import build_embedder
 from bot.events import EventBus
 from bot.scheduler import build_memory_service, session_memory_on, start_memory_jobs
-from bot.startup import open_database
+from bot.startup import database_errors, open_database
+from engine.memory.service import MemorySettings
 from engine.ports import ChatModel
 from engine.turns.api import AssetKind, SessionKey
 from engine.turns.profiles import ENVIRONMENT_KEY_VARIABLE, LLMProfile, environment_profile
@@ -104,9 +105,10 @@ class Application:
             database = self.settings.database
             if is_sqlite(database.url):
                 # SQLite is single-host: a second run/chat on the file waits for the first.
-                await self.stack.enter_async_context(
-                    hold_sqlite_file(database.url, on_wait=_say_waiting)
-                )
+                with database_errors(database.url):  # a bad path: one line, as when opening
+                    await self.stack.enter_async_context(
+                        hold_sqlite_file(database.url, on_wait=_say_waiting)
+                    )
             self.storage = await open_database(database.url, echo=database.echo)
             self.stack.push_async_callback(self.storage.close)
             # Turns of one branch in order, across processes on PostgreSQL.
@@ -137,6 +139,9 @@ class Application:
                 model_name=default.model,
                 events=self.events,
                 embedder=embedder,
+                settings=MemorySettings(
+                    story_date_variable=self.settings.memory.story_date_variable
+                ),
             )
             self._service = TavernService(
                 self.storage,
