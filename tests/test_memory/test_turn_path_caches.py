@@ -49,3 +49,34 @@ def test_an_index_built_from_cached_counts_scores_as_a_fresh_one_and_never_share
     for i in range(TERM_CACHE_SIZE + 10):
         _term_counts(f"count {i}")
     assert _term_counts.cache_info().currsize <= TERM_CACHE_SIZE
+
+
+def test_line_token_counts_are_cached_per_counter_and_bounded() -> None:
+    from engine.memory.injection import (
+        LINE_TOKEN_CACHE_SIZE,
+        _cached_line_tokens,
+        _line_tokens,
+    )
+
+    def words(text: str) -> int:
+        return len(text.split())
+
+    def chars(text: str) -> int:
+        return len(text)
+
+    assert _line_tokens(words, "- a lantern") == 3
+    assert _line_tokens(chars, "- a lantern") == 11  # the counter is part of the key
+    before = _cached_line_tokens.cache_info().hits
+    assert _line_tokens(words, "- a lantern") == 3
+    assert _cached_line_tokens.cache_info().hits == before + 1
+
+    class Unhashable:
+        __hash__ = None  # type: ignore[assignment]
+
+        def __call__(self, text: str) -> int:
+            return 7
+
+    assert _line_tokens(Unhashable(), "- a lantern") == 7  # counted, not cached
+    for i in range(LINE_TOKEN_CACHE_SIZE + 10):
+        _line_tokens(words, f"- line {i}")
+    assert _cached_line_tokens.cache_info().currsize <= LINE_TOKEN_CACHE_SIZE
