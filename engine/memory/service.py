@@ -73,7 +73,7 @@ from engine.memory.records import (
 from engine.memory.revival import check_owned, plan_revive
 from engine.memory.scoping import JobScope
 from engine.memory.search import SEARCH_LIMIT, SearchHit, search_memories
-from engine.memory.story_dates import STORY_DATE_VARIABLE, stamped
+from engine.memory.story_dates import STORY_DATE_VARIABLE, dated_plan
 from engine.memory.summarisers import summariser_for
 from engine.memory.worker import ensure_job
 from engine.ports import ChatModel, Clock, Event, EventSink
@@ -118,13 +118,6 @@ class MemoryTurnOutcome:
 class _NullSink:
     def emit(self, event: Event) -> None:
         """Drop the event."""
-
-
-def _dated(plan: MutationPlan, story_date: str | None) -> MutationPlan:
-    """``plan`` with its new records carrying the turn's in-story date."""
-    if not story_date or not plan.new_records:
-        return plan
-    return replace(plan, new_records=stamped(plan.new_records, story_date))
 
 
 def _new_id() -> str:
@@ -311,7 +304,7 @@ class MemoryService:
         )
 
         def fallback() -> MutationPlan:
-            return _dated(plan_tag_summaries(tags, turn=turn, new_id=self.new_id), story_date)
+            return dated_plan(plan_tag_summaries(tags, turn=turn, new_id=self.new_id), story_date)
 
         degraded = False
         try:
@@ -328,7 +321,7 @@ class MemoryService:
             kind = "agent_failed" if isinstance(exc, GenerationError) else "agent_skipped"
             self._emit(memory_event(kind, floor_no=view.floor_no, error=str(exc)))
             plan, degraded = fallback(), True
-        plan = _dated(plan, story_date)
+        plan = dated_plan(plan, story_date)
         applied = await self._apply_turn(view, plan, fallback)
         if applied is None:
             return MemoryTurnOutcome(plan=plan, applied=False, degraded=True)

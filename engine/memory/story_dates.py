@@ -22,6 +22,7 @@ from datetime import date, datetime, timedelta
 from functools import lru_cache
 from typing import Any, Final
 
+from engine.memory.plan import MutationPlan
 from engine.memory.records import MemoryRecord
 
 STORY_DATE_VARIABLE: Final = "date"
@@ -152,3 +153,10 @@ def stamped(records: Sequence[MemoryRecord], story_date: str | None) -> tuple[Me
     if not story_date:
         return tuple(records)
     return tuple(r if r.story_date else replace(r, story_date=story_date) for r in records)
+
+
+def dated_plan(plan: MutationPlan, story_date: str | None) -> MutationPlan:
+    """``plan`` with its new records carrying the turn's in-story date."""
+    if not story_date or not plan.new_records:
+        return plan
+    return replace(plan, new_records=stamped(plan.new_records, story_date))
