@@ -192,11 +192,14 @@ class BranchRepository(Protocol):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LatestFloor:
     """See :meth:`FloorRepository.latest_for_open`. ``next_floor_writes`` is True when
-    ``floor`` is None (not checked: the caller reads the writes itself)."""
+    ``floor`` is None (not checked: the caller reads the writes itself). ``newest_seq``: the
+    number of the branch's newest floor in any state (a failed one included), None when the
+    branch has none of its own."""
 
     floor: Floor | None
     pending: bool
     next_floor_writes: bool
+    newest_seq: int | None = None
 
 
 class WindowPage(NamedTuple):
@@ -277,8 +280,9 @@ class FloorRepository(Protocol):
 
     async def latest_for_open(self, branch_id: int) -> LatestFloor:
         """What opening the branch's next floor must know, in one read: its own newest floor
-        that has not failed (as :meth:`latest`), whether that floor has a pending page, and
-        whether explicit floor-scope writes wait for the floor after it."""
+        that has not failed (as :meth:`latest`), whether that floor has a pending page,
+        whether explicit floor-scope writes wait for the floor after it, and the number of
+        its newest floor of any state (as :meth:`newest`)."""
         ...
 
     async def open_generating(
@@ -514,6 +518,18 @@ class LeaseRepository(Protocol):
         ...
 
 
+class ItemizationRepository(Protocol):
+    """How each generated page's prompt was assembled (a bounded JSON itemization)."""
+
+    async def add(self, page_id: int, data: Mapping[str, Any]) -> None:
+        """Store a page's itemization (one statement, inside the page's commit)."""
+        ...
+
+    async def of_page(self, page_id: int) -> dict[str, Any] | None:
+        """The page's itemization, or None when it has none (an older page)."""
+        ...
+
+
 class UnitOfWork(Protocol):
     """One transaction and the repositories that work inside it (read-only members, so an
     implementation may hold more specific repository types)."""
@@ -538,6 +554,8 @@ class UnitOfWork(Protocol):
     def variables(self) -> VariableRepository: ...
     @property
     def leases(self) -> LeaseRepository: ...
+    @property
+    def itemizations(self) -> ItemizationRepository: ...
 
 
 class Storage(Protocol):

@@ -7,12 +7,13 @@ import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import and_, delete, insert, or_, select, update
+from sqlalchemy import and_, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from adapters.storage import convert
 from adapters.storage.models import utcnow
 from adapters.storage.tables import ASSET
+from adapters.storage.turn_statements import ASSET_BY_NAME, assets_named
 from engine.timeline.values import Asset, AssetKind
 
 
@@ -47,10 +48,8 @@ class SqlAssets:
         return convert.asset(row)
 
     async def get(self, realm_id: int, kind: AssetKind, name: str) -> Asset | None:
-        stmt = select(ASSET).where(
-            ASSET.c.realm_id == realm_id, ASSET.c.kind == kind, ASSET.c.name == name
-        )
-        row = (await self._db.execute(stmt)).first()
+        params = {"realm_id": realm_id, "kind": kind, "name": name}
+        row = (await self._db.execute(ASSET_BY_NAME, params)).first()
         return None if row is None else convert.asset(row)
 
     async def get_many(
@@ -58,9 +57,12 @@ class SqlAssets:
     ) -> builtins.list[Asset]:
         if not wanted:
             return []
-        pairs = or_(*(and_(ASSET.c.kind == k, ASSET.c.name == n) for k, n in set(wanted)))
-        stmt = select(ASSET).where(ASSET.c.realm_id == realm_id, pairs)
-        return [convert.asset(row) for row in await self._db.execute(stmt)]
+        pairs = sorted(set(wanted))
+        params: dict[str, Any] = {"realm_id": realm_id}
+        for n, (kind, name) in enumerate(pairs):
+            params.update({f"k{n}": kind, f"n{n}": name})
+        stmt = assets_named(len(pairs))
+        return [convert.asset(row) for row in await self._db.execute(stmt, params)]
 
     async def list(self, realm_id: int, kind: AssetKind | None = None) -> builtins.list[Asset]:
         stmt = select(ASSET).where(ASSET.c.realm_id == realm_id)

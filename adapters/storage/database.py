@@ -12,6 +12,10 @@ PostgreSQL runs at READ COMMITTED; compare-and-set updates and a per-branch row 
 serialise what must be serialised. ``schema`` (PostgreSQL only) puts every table in that
 schema through ``search_path``; tests use it to isolate themselves.
 
+A pooled PostgreSQL connection is checked before use only when it sat idle for
+:data:`PING_IDLE_S` (a server restart or a dropped link is found then, and the pool opens a
+fresh one): asyncpg's check is three round trips, and a turn takes three connections.
+
 On both backends every bound string and every JSON value passes
 :mod:`adapters.storage.text_edge` (NUL and lone surrogates become U+FFFD) before the driver
 sees it.
@@ -19,11 +23,13 @@ sees it.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Final
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from adapters.storage.sqlite_inline import InlineSQLiteDBAPI
@@ -32,7 +38,17 @@ from adapters.storage.text_edge import storable_json, storable_parameters
 SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
 """How long a SQLite writer waits for the lock before giving up."""
 
-PG_POOL_SIZE: Final = 5
+PG_POOL_SIZE: Final = 10
+"""PostgreSQL connections a process keeps open for its units of work (a turn takes three,
+one at a time)."""
+PG_MAX_OVERFLOW: Final = 5
+"""Connections opened past the pool under load and closed when given back (at most
+PG_POOL_SIZE + PG_MAX_OVERFLOW at once, 15 as before): few, since each new connection
+prepares every statement again."""
+PING_IDLE_S: Final = 5.0
+"""A pooled PostgreSQL connection idle for at least this long is pinged before use; one
+used more recently is taken as it is (a connection lost meanwhile fails that one unit of
+work, and the pool replaces it)."""
 
 READ_ONLY_OPTION: Final = "tavernbot_read_only"
 """Execution option marking the connections of reading units of work."""
@@ -66,12 +82,36 @@ def create_engine(url: str, *, schema: str | None = None, echo: bool = False) ->
         url,
         echo=echo,
         pool_size=PG_POOL_SIZE,
-        pool_pre_ping=True,
+        max_overflow=PG_MAX_OVERFLOW,
         connect_args=connect_args,
         json_serializer=storable_json,
     )
     _clean_text_at_the_edge(engine)
+    _ping_when_idle(engine)
     return engine
+
+
+def _ping_when_idle(engine: AsyncEngine) -> None:
+    """Ping a pooled connection at checkout only after :data:`PING_IDLE_S` idle (what
+    ``pool_pre_ping`` does on every checkout)."""
+    pool, dialect = engine.sync_engine.pool, engine.sync_engine.dialect
+
+    @event.listens_for(pool, "checkin")
+    def _checked_in(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(pool, "checkout")
+    def _checked_out(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.pop("idle_since", None)
+        if since is None or time.monotonic() - since < PING_IDLE_S:
+            return
+        try:
+            alive = dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            # The pool retries the checkout with a new connection.
+            raise DisconnectionError("a pooled connection was lost while idle") from exc
+        if not alive:
+            raise DisconnectionError("a pooled connection was lost while idle")
 
 
 def _clean_text_at_the_edge(engine: AsyncEngine) -> None:

@@ -29,9 +29,16 @@ from adapters.storage.models import (
 )
 from adapters.storage.tables import BRANCH, FLOOR, LINK, MESSAGE, PAGE, REALM, SESSION
 from adapters.storage.turn_statements import (
+    INSERT_FLOOR,
+    INSERT_MESSAGES,
+    INSERT_PAGE,
     LATEST_FOR_OPEN,
     MESSAGE_WINDOW,
+    NEWEST_SEQ,
+    SESSION_BY_ID,
     SESSION_WITH_BRANCHES,
+    floor_compare_and_set,
+    page_compare_and_set,
     window_statement,
 )
 from engine.errors import NotFoundError
@@ -86,8 +93,7 @@ class SqlSessions(_Repo):
     """Sessions."""
 
     async def get(self, session_id: int) -> Session:
-        stmt = select(SESSION).where(SESSION.c.id == session_id)
-        row = (await self._db.execute(stmt)).first()
+        row = (await self._db.execute(SESSION_BY_ID, {"session_id": session_id})).first()
         if row is None:
             raise _gone("session")
         return convert.session(row)
@@ -266,12 +272,19 @@ class SqlFloors(_Repo):
 
     async def latest_for_open(self, branch_id: int) -> LatestFloor:
         row = (await self._db.execute(LATEST_FOR_OPEN, {"branch_id": branch_id})).first()
-        if row is None:
-            return LatestFloor(floor=None, pending=False, next_floor_writes=True)
+        if row is None:  # no floor, or only failed ones: their newest still counts
+            newest = (await self._db.execute(NEWEST_SEQ, {"branch_id": branch_id})).scalar()
+            return LatestFloor(
+                floor=None,
+                pending=False,
+                next_floor_writes=True,
+                newest_seq=None if newest is None else int(newest),
+            )
         return LatestFloor(
             floor=convert.floor(row),
             pending=bool(row.has_pending),
             next_floor_writes=bool(row.has_writes),
+            newest_seq=int(row.newest_seq),
         )
 
     async def open_generating(
@@ -285,29 +298,22 @@ class SqlFloors(_Repo):
         seed: int | None = None,
     ) -> tuple[Floor, Page]:
         now = utcnow()
-        stmt = (
-            insert(FLOOR)
-            .values(
-                branch_id=branch_id,
-                seq=seq,
-                state="generating",
-                created_at=now,
-                updated_at=now,
-                owner=owner,
-                speaker=speaker,
-                seed=seed,
-            )
-            .returning(*FLOOR.c)
-        )
-        floor = convert.floor((await self._db.execute(stmt)).one())
-        page_stmt = (
-            insert(PAGE)
-            .values(floor_id=floor.id, number=1, status="pending", meta={}, owner=owner)
-            .returning(*PAGE.c)
-        )
-        page = convert.page((await self._db.execute(page_stmt)).one())
+        floor_values = {
+            "branch_id": branch_id,
+            "seq": seq,
+            "state": "generating",
+            "created_at": now,
+            "updated_at": now,
+            "owner": owner,
+            "speaker": speaker,
+            "seed": seed,
+        }
+        floor = convert.floor((await self._db.execute(INSERT_FLOOR, floor_values)).one())
+        page_values = {"floor_id": floor.id, "number": 1, "status": "pending", "meta": {}}
+        page_values["owner"] = owner
+        page = convert.page((await self._db.execute(INSERT_PAGE, page_values)).one())
         if inputs:
-            await self._db.execute(insert(MESSAGE), message_rows(floor.id, None, 0, inputs))
+            await self._db.execute(INSERT_MESSAGES, message_rows(floor.id, None, 0, inputs))
         return floor, page
 
     async def window(
@@ -338,10 +344,9 @@ class SqlFloors(_Repo):
             values["active_page"] = active_page
         if owner is not None:
             values["owner"] = owner
-        stmt = (
-            update(FLOOR).where(FLOOR.c.id == floor_id, FLOOR.c.state == expected).values(**values)
-        )
-        result = await self._db.execute(stmt)
+        params = {f"v_{k}": v for k, v in values.items()}
+        params.update(w_id=floor_id, w_expected=expected)
+        result = await self._db.execute(floor_compare_and_set(tuple(values)), params)
         return bool(result.rowcount == 1)
 
     async def set_active_page(self, floor_id: int, *, expected: int | None, page: int) -> bool:
@@ -432,8 +437,9 @@ class SqlPages(_Repo):
             values["error"] = error
         if meta is not None:
             values["meta"] = dict(meta)
-        stmt = update(PAGE).where(PAGE.c.id == page_id, PAGE.c.status == expected).values(**values)
-        result = await self._db.execute(stmt)
+        params = {f"v_{k}": v for k, v in values.items()}
+        params.update(w_id=page_id, w_expected=expected)
+        result = await self._db.execute(page_compare_and_set(tuple(values)), params)
         return bool(result.rowcount == 1)
 
     async def set_hidden(self, page_id: int, hidden: bool) -> None:
@@ -469,7 +475,7 @@ class SqlMessages(_Repo):
             # A page's messages arrive once, at commit; only floor inputs are appended to.
             stmt = select(func.max(MESSAGE.c.seq)).where(MESSAGE.c.floor_id == floor_id, owner)
             start = (await self._db.execute(stmt)).scalar() or 0
-        await self._db.execute(insert(MESSAGE), message_rows(floor_id, page_id, start, messages))
+        await self._db.execute(INSERT_MESSAGES, message_rows(floor_id, page_id, start, messages))
 
     async def of_floors(self, floor_ids: Sequence[int]) -> list[Message]:
         if not floor_ids:

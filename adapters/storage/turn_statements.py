@@ -4,22 +4,30 @@ costs more than running it on a small table); the repositories bind their parame
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import (
     Select,
+    Update,
     and_,
     bindparam,
     case,
     exists,
+    func,
+    insert,
     literal,
     null,
     or_,
     select,
     union_all,
+    update,
 )
 
-from adapters.storage.tables import BRANCH, FLOOR, LOG, MESSAGE, PAGE, SESSION
+from adapters.storage.tables import ASSET, BRANCH, FLOOR, LOG, MESSAGE, PAGE, SESSION, VALUE
+
+STATEMENT_CACHE_SIZE: Final = 64
+"""Statements kept per shape (a count of pairs, a set of updated columns) by the builders
+below; a shape past them is built again when next used."""
 
 SESSION_WITH_BRANCHES = (
     select(
@@ -30,6 +38,7 @@ SESSION_WITH_BRANCHES = (
     .where(SESSION.c.id == bindparam("session_id"))
     .order_by(BRANCH.c.id)
 )
+_ANY_STATE = FLOOR.alias("any_state")
 LATEST_FOR_OPEN = (
     select(
         FLOOR,
@@ -44,11 +53,27 @@ LATEST_FOR_OPEN = (
             LOG.c.source == "explicit",
         )
         .label("has_writes"),
+        # The new floor's number goes after the newest floor of any state (a failed one
+        # keeps its number): read here rather than in a statement of its own.
+        select(func.max(_ANY_STATE.c.seq))
+        .where(_ANY_STATE.c.branch_id == bindparam("branch_id"))
+        .scalar_subquery()
+        .label("newest_seq"),
     )
     .where(FLOOR.c.branch_id == bindparam("branch_id"), FLOOR.c.state != "failed")
     .order_by(FLOOR.c.seq.desc())
     .limit(1)
 )
+NEWEST_SEQ = select(func.max(FLOOR.c.seq)).where(FLOOR.c.branch_id == bindparam("branch_id"))
+SESSION_BY_ID = select(SESSION).where(SESSION.c.id == bindparam("session_id"))
+ASSET_BY_NAME = select(ASSET).where(
+    ASSET.c.realm_id == bindparam("realm_id"),
+    ASSET.c.kind == bindparam("kind"),
+    ASSET.c.name == bindparam("name"),
+)
+INSERT_FLOOR = insert(FLOOR).returning(*FLOOR.c)
+INSERT_PAGE = insert(PAGE).returning(*PAGE.c)
+INSERT_MESSAGES = insert(MESSAGE)
 MESSAGE_WINDOW = (
     select(
         MESSAGE.c.floor_id,
@@ -111,3 +136,50 @@ def window_statement(spans: int) -> Select[Any]:
         committed.where(FLOOR.c.state == "committed", wanted), lost.where(failed, wanted)
     ).subquery()
     return select(both).order_by(both.c.seq, both.c.id, both.c.number)
+
+
+@functools.lru_cache(maxsize=STATEMENT_CACHE_SIZE)
+def assets_named(pairs: int) -> Select[Any]:
+    """A realm's assets by ``pairs`` (kind, name) pairs: parameters ``realm_id``, ``k<n>``
+    and ``n<n>``."""
+    wanted = or_(
+        *(
+            and_(ASSET.c.kind == bindparam(f"k{n}"), ASSET.c.name == bindparam(f"n{n}"))
+            for n in range(pairs)
+        )
+    )
+    return select(ASSET).where(ASSET.c.realm_id == bindparam("realm_id"), wanted)
+
+
+@functools.lru_cache(maxsize=STATEMENT_CACHE_SIZE)
+def values_of_owners(owners: int) -> Select[Any]:
+    """The stored variables of ``owners`` scopes: parameters ``s<n>`` and ``o<n>``."""
+    wanted = or_(
+        *(
+            and_(VALUE.c.scope == bindparam(f"s{n}"), VALUE.c.owner_id == bindparam(f"o{n}"))
+            for n in range(owners)
+        )
+    )
+    return select(VALUE.c.scope, VALUE.c.owner_id, VALUE.c.key, VALUE.c.value).where(wanted)
+
+
+@functools.lru_cache(maxsize=STATEMENT_CACHE_SIZE)
+def floor_compare_and_set(columns: tuple[str, ...]) -> Update:
+    """``UPDATE floor SET <columns> WHERE id = :w_id AND state = :w_expected``; each column
+    is set from the parameter ``v_<column>``."""
+    return (
+        update(FLOOR)
+        .where(FLOOR.c.id == bindparam("w_id"), FLOOR.c.state == bindparam("w_expected"))
+        .values({c: bindparam(f"v_{c}", type_=FLOOR.c[c].type) for c in columns})
+    )
+
+
+@functools.lru_cache(maxsize=STATEMENT_CACHE_SIZE)
+def page_compare_and_set(columns: tuple[str, ...]) -> Update:
+    """``UPDATE page SET <columns> WHERE id = :w_id AND status = :w_expected``; each column
+    is set from the parameter ``v_<column>``."""
+    return (
+        update(PAGE)
+        .where(PAGE.c.id == bindparam("w_id"), PAGE.c.status == bindparam("w_expected"))
+        .values({c: bindparam(f"v_{c}", type_=PAGE.c[c].type) for c in columns})
+    )

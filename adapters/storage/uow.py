@@ -21,11 +21,11 @@ from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
     AsyncSession,
-    async_sessionmaker,
 )
 
 from adapters.storage.asset_repo import SqlAssets
 from adapters.storage.database import READ_ONLY_OPTION, SQLITE_BUSY_TIMEOUT_MS
+from adapters.storage.itemization_repo import SqlItemizations
 from adapters.storage.lease_repo import SqlLeases
 from adapters.storage.timeline_repos import (
     SqlBranches,
@@ -50,11 +50,12 @@ _log = logging.getLogger(__name__)
 class SqlUnitOfWork:
     """The repositories bound to one open transaction."""
 
-    def __init__(self, db: AsyncSession, connection: AsyncConnection) -> None:
-        self.db = db
-        # Repositories run Core statements on the transaction's connection: the same
-        # transaction as ``db``, without the ORM session's per-statement bookkeeping.
+    def __init__(self, connection: AsyncConnection) -> None:
+        # Repositories run Core statements on the transaction's connection, without an ORM
+        # session's bookkeeping (a turn opens three units of work; a session per unit cost
+        # more CPU than some of their statements).
         self.connection = connection
+        self._db: AsyncSession | None = None
         self.realms = SqlRealms(connection)
         self.sessions = SqlSessions(connection)
         self.branches = SqlBranches(connection)
@@ -65,6 +66,19 @@ class SqlUnitOfWork:
         self.assets = SqlAssets(connection)
         self.variables = SqlVariables(connection)
         self.leases = SqlLeases(connection)
+        self.itemizations = SqlItemizations(connection)
+
+    @property
+    def db(self) -> AsyncSession:
+        """An ORM session in this unit's transaction, made on first use (the archive's
+        export and import); it never commits or rolls back the transaction itself."""
+        if self._db is None:
+            self._db = AsyncSession(bind=self.connection, expire_on_commit=False, autoflush=False)
+        return self._db
+
+    async def _close_db(self) -> None:
+        if self._db is not None:
+            await self._db.close()
 
 
 class SqlStorage:
@@ -72,12 +86,7 @@ class SqlStorage:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-        self._sessions = async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
-        self._readers = async_sessionmaker(
-            engine.execution_options(**{READ_ONLY_OPTION: True}),
-            expire_on_commit=False,
-            autoflush=False,
-        )
+        self._readers = engine.execution_options(**{READ_ONLY_OPTION: True})
         # SQLite has one writer at a time. Writers of this process queue here, in order,
         # instead of in SQLite's busy handler (which polls with sleeps of up to 100 ms);
         # other processes still meet the busy timeout.
@@ -86,7 +95,7 @@ class SqlStorage:
     def unit_of_work(self) -> AbstractAsyncContextManager[SqlUnitOfWork]:
         """A fresh unit of work; see the module docstring."""
         if self._writer is None:
-            return self._open(self._sessions)
+            return self._open(self.engine)
         return self._queued(self._writer)
 
     def read(self) -> AbstractAsyncContextManager[SqlUnitOfWork]:
@@ -103,18 +112,20 @@ class SqlStorage:
                 f"storage is busy, try again: no write turn within {SQLITE_BUSY_TIMEOUT_MS} ms"
             ) from exc
         try:
-            async with self._open(self._sessions) as uow:
+            async with self._open(self.engine) as uow:
                 yield uow
         finally:
             writer.release()
 
     @asynccontextmanager
-    async def _open(
-        self, sessions: async_sessionmaker[AsyncSession]
-    ) -> AsyncIterator[SqlUnitOfWork]:
+    async def _open(self, engine: AsyncEngine) -> AsyncIterator[SqlUnitOfWork]:
         try:
-            async with sessions() as db, db.begin():
-                yield SqlUnitOfWork(db, await db.connection())
+            async with engine.begin() as connection:
+                uow = SqlUnitOfWork(connection)
+                try:
+                    yield uow
+                finally:
+                    await uow._close_db()
         except IntegrityError as exc:
             # The driver's text names the row's values; they go to the log only.
             error_id = new_error_id()

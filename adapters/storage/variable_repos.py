@@ -16,6 +16,7 @@ from adapters.storage.models import (
     utcnow,
 )
 from adapters.storage.tables import LOG, SNAPSHOT, VALUE
+from adapters.storage.turn_statements import values_of_owners
 from engine.variables.fold import DELETED
 from engine.variables.values import LogEntry, Mutation, NewLogEntry, Scope
 
@@ -62,9 +63,10 @@ class SqlVariables:
         result: dict[tuple[Scope, int], dict[str, Any]] = {owner: {} for owner in owners}
         if not owners:
             return result
-        wanted = or_(*((VALUE.c.scope == s) & (VALUE.c.owner_id == o) for s, o in owners))
-        stmt = select(VALUE.c.scope, VALUE.c.owner_id, VALUE.c.key, VALUE.c.value).where(wanted)
-        for row in await self._db.execute(stmt):
+        params: dict[str, Any] = {}
+        for n, (scope, owner_id) in enumerate(owners):
+            params.update({f"s{n}": scope, f"o{n}": owner_id})
+        for row in await self._db.execute(values_of_owners(len(owners)), params):
             result[(row.scope, row.owner_id)][row.key] = row.value
         return result
 

@@ -45,9 +45,8 @@ async def next_floor(
     if latest is not None and found.pending:
         raise BranchBusyError(f"branch {branch.name!r}: floor {latest.seq} is regenerating")
     # A failed floor keeps its number: the new floor goes after the newest one of any state.
-    newest = await uow.floors.newest(branch.id)
     base = build_lineage(branch, branches).base
-    seq = (base if newest is None else max(newest.seq, base)) + 1
+    seq = (base if found.newest_seq is None else max(found.newest_seq, base)) + 1
     if latest is None or latest.seq != seq - 1:
         found = replace(found, next_floor_writes=True)  # positioned after a failed floor
     return seq, found
