@@ -3,9 +3,13 @@
 sections with their sources, the world-info entries that fired with the key that fired them,
 the memory block and the token budget.
 
-The engine reports each activated entry as ``book.uid``; the key that fired is found here by
-matching the entry's own keys (with the entry's case and whole-word settings, by the engine's
-``match_key``) against the chat lines the dry run put in the prompt. A constant entry says so.
+The engine reports each activated entry as ``book.uid`` with what fired it (``fired_by``: the
+key that matched, or constant, forced, sticky). Data written before the engine recorded it has
+none; for those the key is guessed here by matching the entry's own keys (with the entry's case
+and whole-word settings, by the engine's ``match_key``) against the chat lines in the prompt.
+
+The same view reads a page's stored itemization (:mod:`engine.prompt.itemize`, the dry-run
+object's shape plus each message's token count).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ class PromptMessage:
     sources: tuple[str, ...]
     is_memory: bool
     is_world: bool
+    tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,6 +68,8 @@ class PromptView:
     warnings: tuple[str, ...]
     text: str
     """The readable dry run (what copy to clipboard copies)."""
+    truncated: bool = False
+    """A stored itemization whose texts were cut to fit its bound."""
 
 
 def _source(item: Mapping[str, Any]) -> str:
@@ -109,6 +116,7 @@ def prompt_view(data: Mapping[str, Any], books: Sequence[BookSource] = ()) -> Pr
                 sources=sources,
                 is_memory=any(s.startswith("memory") for s in sources),
                 is_world=any(s.startswith("world") for s in sources),
+                tokens=raw.get("tokens"),
             )
         )
     scanned = "\n".join(
@@ -121,7 +129,8 @@ def prompt_view(data: Mapping[str, Any], books: Sequence[BookSource] = ()) -> Pr
             book=str(item["book"]),
             comment=str(item.get("comment") or ""),
             position=str(item.get("position") or ""),
-            fired_by=fired_by(entries.get((str(item["book"]), int(item["uid"]))), scanned),
+            fired_by=str(item.get("fired_by") or "")
+            or fired_by(entries.get((str(item["book"]), int(item["uid"]))), scanned),
             content=str(item.get("content") or ""),
         )
         for item in data["world_info"]
@@ -134,4 +143,5 @@ def prompt_view(data: Mapping[str, Any], books: Sequence[BookSource] = ()) -> Pr
         budget_text=tokens_text(data["budget"]),
         warnings=tuple(str(w) for w in data.get("warnings", ())),
         text=dry_run_text(data),
+        truncated=bool(data.get("truncated")),
     )

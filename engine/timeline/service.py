@@ -308,6 +308,7 @@ class TimelineService:
         writes: Sequence[Mutation] = (),
         meta: Mapping[str, Any] | None = None,
         known: PageContext | None = None,
+        itemization: Mapping[str, Any] | None = None,
     ) -> PageContext:
         """Commit a pending page in one transaction: the page is frozen and active, its floor
         committed (a regenerated page's floor already is), its messages stored, its staged
@@ -342,6 +343,8 @@ class TimelineService:
             if not won:
                 raise StaleStateError(f"{where}: the floor changed while committing")
             await uow.messages.add(floor_id=floor.id, page_id=page.id, messages=messages)
+            if itemization is not None:  # how its prompt was assembled: one INSERT
+                await uow.itemizations.add(page.id, itemization)
             await store.commit_writes(
                 uow,
                 branch=ctx.branch,

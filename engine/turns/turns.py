@@ -432,7 +432,12 @@ class Turns:
             role="assistant", raw=generated.raw, display=generated.display, speaker_name=character
         )
         await self._timeline.commit_page(
-            page.id, messages=[reply], writes=generated.writes, meta=generated.meta, known=known
+            page.id,
+            messages=[reply],
+            writes=generated.writes,
+            meta=generated.meta,
+            known=known,
+            itemization=generated.itemization,
         )
         emit(self._events, "message.appended", **where, role="assistant", text=generated.display)
         if view is not None and "memory_agent" in stages:

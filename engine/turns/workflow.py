@@ -36,9 +36,11 @@ from engine.prompt.inputs import (
     PLACEMENT_AI_OUTPUT,
     InstanceInput,
 )
+from engine.prompt.itemize import itemization_of
 from engine.prompt.macro_port import EngineMacros
 from engine.prompt.regex_budget import EXHAUSTED, RegexBudget
 from engine.prompt.regex_run import Channel, RegexRun, apply_scripts
+from engine.prompt.tokens import counter_for_model
 from engine.turns.api import STOP_TURN, OnText
 from engine.turns.context import TIMED_STATE_META, TurnRead
 from engine.turns.profiles import (
@@ -78,6 +80,8 @@ class Generated:
     writes: list[Mutation]
     meta: dict[str, Any]
     records: list[ToolRecord] = field(default_factory=list)
+    itemization: dict[str, Any] | None = None
+    """How the prompt was assembled (:mod:`engine.prompt.itemize`), stored with the page."""
 
 
 class Generation:
@@ -131,6 +135,8 @@ class Generation:
         )
         self.warnings.extend(w for w in assembled.ir.warnings if not w.startswith(EXHAUSTED))
         reply = await self._narrate(assembled)
+        counter = counter_for_model(self.options.snapshot.profile("narrator").model)
+        itemization = itemization_of(assembled.ir, assembled.world_info, counter)
         raw_full = self.options.previous_text + reply
         extracted = extract_memory_tags(raw_full, role="assistant")
         if extracted.items and self.options.keep_summaries:
@@ -166,6 +172,7 @@ class Generation:
             writes=writes,
             meta=self.meta,
             records=list(self.tools.records),
+            itemization=itemization,
         )
 
     # ------------------------------------------------------------------ assembly

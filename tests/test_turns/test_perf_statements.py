@@ -22,7 +22,8 @@ RESPOND_STATEMENTS = 19
 """SQL statements one respond may run on SQLite (BEGIN included; it ran 28 before the
 turn's reads and writes were merged into fewer units of work, 15 before issue 19 read the
 closed flag and the speakers' personas through in a read of their own, and the answered
-speaker's persona with the turn, so a change made by another process is never missed)."""
+speaker's persona with the turn, so a change made by another process is never missed; 18
+before issue 20 stored the page's itemization, one INSERT in the commit's transaction)."""
 
 
 @contextmanager
@@ -56,6 +57,8 @@ async def test_respond_runs_a_fixed_small_number_of_statements(
     assert len(late) == len(early)
     # The admission read (closed flag, personas), open + read, then commit.
     assert sum(s.startswith("BEGIN") for s in late) == 3
+    # How the prompt was assembled rides on the page's commit: one statement.
+    assert sum(s.startswith("INSERT INTO page_itemization") for s in late) == 1
 
 
 def _asset(updated: datetime, name: str = "card") -> Asset:
