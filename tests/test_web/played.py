@@ -208,6 +208,7 @@ class PlayedServer:
                     options={"mode": "compat_plus", "memory": "on"},
                 )
                 await self._play(app)
+                assert app.storage is not None  # opened by the application's entry
                 options = WebOptions(host="127.0.0.1", port=0)
                 self.web = build_web_app(app.service, app.storage, options)
                 server = WebServer(self.web, options)

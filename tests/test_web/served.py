@@ -53,6 +53,8 @@ class Served:
     other_realm: str
     session_id: int
     other_id: int
+    fake: FakeOpenAIServer
+    """The model's fake server (a test scripts further replies or errors on it)."""
 
     def bearer(self, token: str) -> dict[str, str]:
         """The Authorization header of ``token``."""
@@ -136,6 +138,7 @@ async def _served(tmp_path: Path, fake: FakeOpenAIServer) -> AsyncIterator[Serve
             other_realm=other,
             session_id=listed["story"],
             other_id=listed["other-story"],
+            fake=fake,
         )
     finally:
         if client is not None:

@@ -112,10 +112,54 @@ def test_the_pages_of_a_played_session_in_chromium(
     assert "One more night" in _one(browser, "li.floor[data-floor='9']").text
     shots(browser, "timeline-live")
 
-    # The same page on a phone-sized window.
+    # The timeline links each floor to its prompt as it was assembled.
+    _open(browser, played, f"/sessions/{sid}/timeline?branch=main")
+    _one(browser, "a[data-prompt-floor='3']").click()
+    wait_for(browser, lambda d: "floor=3" in d.current_url, "floor 3's prompt to open")
+    assert _one(browser, "[data-assembled]").get_attribute("data-source") == "stored"
+    assert "lighthouse" in _one(browser, "li[data-world='harbor.0'] .fired").text
+
+    # The dark theme, as the system's choice (DevTools' media emulation).
+    browser.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia",
+        {"features": [{"name": "prefers-color-scheme", "value": "dark"}]},
+    )
+    _open(browser, played, f"/sessions/{sid}/timeline?branch=main&floor=8")
+    assert _dark(_background(browser, "body")), _background(browser, "body")
+    assert _dark(_background(browser, ".card")), _background(browser, ".card")
+    shots(browser, "timeline-dark")
+    _open(browser, played, f"/sessions/{sid}/prompt")
+    shots(browser, "prompt-dark")
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+    # Phone-sized: the timeline, the variables and the memory page fit the width.
     browser.set_window_size(*PHONE_WINDOW)
-    _open(browser, played, f"/sessions/{sid}/memory")
-    shots(browser, "memory-phone")
+    for name, path in (
+        ("timeline-phone", f"/sessions/{sid}/timeline?branch=main&floor=8"),
+        ("variables-phone", f"/sessions/{sid}/variables?branch=main&floor=8&page=2"),
+        ("memory-phone", f"/sessions/{sid}/memory"),
+    ):
+        _open(browser, played, path)
+        overflow = browser.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        shots(browser, name)
+        assert overflow <= 1, f"{name} is {overflow}px wider than the phone"
     browser.set_window_size(*WINDOW)
-    assert len(shots.written) == 10
+    assert len(shots.written) == 14
     assert all(path.stat().st_size > 0 for path in shots.written)
+
+
+def _background(driver: Any, selector: str) -> str:
+    return str(
+        driver.execute_script(
+            "return getComputedStyle(document.querySelector(arguments[0])).backgroundColor",
+            selector,
+        )
+    )
+
+
+def _dark(color: str) -> bool:
+    """Whether a computed ``rgb(...)`` colour is dark (mean channel under a third)."""
+    channels = [int(c) for c in color[color.index("(") + 1 : color.index(")")].split(",")[:3]]
+    return sum(channels) / 3 < 85

@@ -3,11 +3,18 @@ swiped floor with both pages, the tool-call records, the model and the usage."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from tests.test_web.served import Served, served  # noqa: F401
+from engine.errors import EngineError
+from engine.turns.api import UserLine
+from engine.turns.values import Speaker
+from tests.fakes.openai_server import FakeError, FakeReply
+from tests.test_web.served import PLAYED, Served, served  # noqa: F401
 
 pytestmark = pytest.mark.timeout(60)
+ANN = Speaker(id="u1", name="Ann")
 
 
 async def test_timeline_json_shows_fork_and_swiped_page(served: Served) -> None:  # noqa: F811
@@ -74,3 +81,45 @@ async def test_sessions_list_searches_and_filters(served: Served) -> None:  # no
     await served.login(served.admin)
     html = await (await served.client.get("/", params={"q": "story"})).text()
     assert "/sessions/" in html and "tools=on" in html
+
+
+async def test_floors_show_failed_and_hidden_marks_and_link_to_their_prompt(
+    served: Served,  # noqa: F811
+) -> None:
+    served.fake.script(FakeReply(text="She nods."), FakeError(status=500))
+    await served.service.respond(PLAYED, "main", [UserLine(speaker=ANN, text="nod")])
+    await served.service.hide_floor(PLAYED, "main", 2)
+    with pytest.raises(EngineError):
+        await served.service.respond(PLAYED, "main", [UserLine(speaker=ANN, text="again")])
+    head = served.bearer(served.reader)
+    url = f"/api/sessions/{served.session_id}/timeline"
+    floors = {
+        f["seq"]: f for f in (await (await served.client.get(url, headers=head)).json())["floors"]
+    }
+    assert floors[2]["hidden"] and not floors[2]["failed"]
+    assert floors[3]["failed"] and floors[3]["swipe"] == "—"
+
+    await served.login(served.reader)
+    html = await (await served.client.get(f"/sessions/{served.session_id}/timeline")).text()
+    items = {
+        int(m.group(1)): m.group(0)
+        for m in re.finditer(r'<li class="[^"]*" data-floor="(\d+)">.*?</li>', html, re.S)
+    }
+    assert "page 2/2" in items[1] and 'data-prompt-floor="1"' in items[1]
+    assert "hidden-floor" in items[2] and ">hidden</span>" in items[2]
+    assert " failed" in items[3] and ">failed</span>" in items[3]
+    assert "data-prompt-floor" not in items[3]  # a failed floor has no prompt to show
+    opened = await (
+        await served.client.get(f"/sessions/{served.session_id}/timeline", params={"floor": "1"})
+    ).text()
+    assert f"/sessions/{served.session_id}/prompt?branch=main&amp;floor=1&amp;page=1" in opened
+    # The link leads to page 1's prompt as it was assembled (page 2 is the active one).
+    prompt = f"/api/sessions/{served.session_id}/prompt"
+    first = await (
+        await served.client.get(prompt, params={"floor": "1", "page": "1"}, headers=head)
+    ).json()
+    assert first["source"] == "stored" and first["page"] == 1
+    active = await (await served.client.get(prompt, params={"floor": "1"}, headers=head)).json()
+    assert active["page"] == 2
+    missing = await served.client.get(prompt, params={"floor": "1", "page": "9"}, headers=head)
+    assert missing.status == 422 and "no page 9" in (await missing.json())["error"]
