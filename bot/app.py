@@ -376,8 +376,6 @@ async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | N
     async with Application(settings) as app, AsyncExitStack() as fronts:
         from bot.web import serve_web
 
-        # The web page first: its address and first token print before a console takes over.
-        await serve_web(app, fronts)
         started: list[str] = []
         if _secret(settings.discord.token):
             from adapters.discord.runner import DiscordRunner
@@ -400,6 +398,9 @@ async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | N
             await telegram_runner.start()
             fronts.push_async_callback(telegram_runner.stop)
             started.append("telegram")
+        # The web page once the platforms are up (a platform that cannot start stays the one
+        # line a failed start prints), and before a console takes over the terminal.
+        await serve_web(app, fronts)
         if not started and lines is None and _on_terminal():
             # A person at a terminal: the line editor, which owns Ctrl-C (it stops a turn).
             frontend = await open_console(
