@@ -54,7 +54,7 @@ import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -64,12 +64,28 @@ sys.path.insert(0, str(ROOT))
 
 from adapters.llm import ChatModelPool  # noqa: E402
 from adapters.storage import open_storage  # noqa: E402
+from adapters.storage.vector_repo import SqlVectorStore  # noqa: E402
 from bench.locomo_data import (  # noqa: E402
     Conversation,
     Floor,
     Question,
     load_conversation,
     sample_questions,
+)
+from bench.locomo_dates import (  # noqa: E402
+    TemporalFigure,
+    date_session,
+    temporal_figure,
+    temporal_questions,
+    undated,
+)
+from bench.locomo_embeddings import (  # noqa: E402
+    CONTENDER,
+    EmbeddingsChoice,
+    add_arguments,
+    choice_from,
+    fused_blocks,
+    fused_line,
 )
 from bench.locomo_scoring import (  # noqa: E402
     bm25_order,
@@ -221,6 +237,7 @@ class PathResult:
     lost_to_cap: int = 0
     blocks: dict[str, list[str]] = field(default_factory=dict)
     scores: dict[str, list[float]] = field(default_factory=dict)
+    temporal: TemporalFigure | None = None
 
     def mean(self, contender: str) -> float:
         values = self.scores.get(contender) or [0.0]
@@ -234,6 +251,8 @@ async def run_path(
     path: PathName,
     budget: int,
     workdir: Path,
+    embeddings: EmbeddingsChoice | None = None,
+    dates: bool = False,
 ) -> PathResult:
     """Play the conversation on one path and score every contender on ``questions``."""
     model = LocomoModel(path=path)
@@ -285,9 +304,13 @@ async def run_path(
                 )
                 await scheduler.recover()
                 speaker = Speaker(id="locomo-user", name=conversation.user)
+                previous = None
                 for floor in conversation.floors:
                     clock.current = START + floor.number * FLOOR_TIME
                     model.floor = floor
+                    if dates:
+                        await date_session(service, KEY, MAIN_BRANCH, floor, previous)
+                    previous = floor
                     await service.respond(
                         KEY, MAIN_BRANCH, [UserLine(speaker=speaker, text=floor.user_text)]
                     )
@@ -306,7 +329,10 @@ async def run_path(
                     path=path,
                     floors=len(conversation.floors),
                     active=active,
-                    stored=stored_share([o.text for o in conversation.observations], active),
+                    stored=stored_share(
+                        [o.text for o in conversation.observations],
+                        [replace(r, text=undated(r.text)) for r in active] if dates else active,
+                    ),
                 )
                 result.lost_to_view, result.lost_to_cap = summariser.losses(
                     [o.text for o in conversation.observations],
@@ -316,12 +342,34 @@ async def run_path(
                 for question in questions:
                     prompt = await service.dry_run(KEY, MAIN_BRANCH, question.text)
                     tavern_blocks.append(memory_block(prompt["messages"]))
+                temporal = temporal_questions(conversation)
+                temporal_blocks = []
+                for question in temporal:
+                    prompt = await service.dry_run(KEY, MAIN_BRANCH, question.text)
+                    temporal_blocks.append(memory_block(prompt["messages"]))
+                result.temporal = temporal_figure(conversation, temporal, temporal_blocks)
+                if embeddings is not None:
+                    result.blocks[CONTENDER] = await fused_blocks(
+                        service,
+                        memory,
+                        key=KEY,
+                        questions=questions,
+                        choice=embeddings,
+                        fake_url=server.base_url,
+                        vectors=SqlVectorStore(storage.engine),
+                    )
             finally:
                 await service.aclose()
     finally:
         await pool.aclose()
         await storage.close()
     _score(result, conversation, questions, tavern_blocks, budget, memory.count, settings)
+    if dates:  # evidence is matched word for word, as in an undated run
+        for name, blocks in result.blocks.items():
+            result.scores[name] = [
+                evidence_share(conversation.evidence(q), undated(block))
+                for q, block in zip(questions, blocks, strict=True)
+            ]
     return result
 
 
@@ -411,6 +459,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--budget", type=int, default=MEMORY_BUDGET_TOKENS)
     parser.add_argument("--sessions", type=int, default=None, help="play only the first N")
+    parser.add_argument(
+        "--dates", action="store_true", help="set each session's date as the chat's story date"
+    )
+    add_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -428,10 +480,24 @@ async def main(argv: Sequence[str] | None = None) -> int:
         for path in PATHS:
             results.append(
                 await run_path(
-                    conversation, questions, path=path, budget=args.budget, workdir=Path(tmp)
+                    conversation,
+                    questions,
+                    path=path,
+                    budget=args.budget,
+                    workdir=Path(tmp),
+                    embeddings=choice_from(args),
+                    dates=args.dates,
                 )
             )
     print(report(results, questions, args.seed))
+    for r in results:
+        if r.temporal is not None:
+            print(r.temporal.line(r.path, args.dates))
+    choice = choice_from(args)
+    for r in results:
+        if choice is not None and CONTENDER in r.scores:
+            plain, bm25 = r.mean("tavernbot"), r.mean("bm25")
+            print(fused_line(r.path, plain, r.mean(CONTENDER), bm25, choice.label))
     return 0
 
 
