@@ -3,7 +3,10 @@ inspector shows a past floor as it was, not as today's cards, books and memory w
 
 The itemization has the dry-run object's shape (``messages`` with their sources, ``world_info``
 with the key that fired each entry, ``budget``, ``warnings``), so one view reads both, plus
-each message's token count. It is bounded: once its JSON would pass
+each message's token count. It is compact: a chat-history message keeps its first
+:data:`HISTORY_LINE_CHARS` characters (the whole line is on the timeline) and a world-info
+entry its first :data:`WORLD_ENTRY_CHARS` (its whole text is in the message of its position).
+It is bounded: once its JSON would pass
 :data:`MAX_ITEMIZATION_CHARS`, the message and entry texts are cut (longest first, each keeping
 its head and a marker) until it fits; the sources, keys and counts always stay.
 """
@@ -24,6 +27,11 @@ MIN_KEPT_CHARS: Final = 80
 """Characters of a cut text kept at least (its head), so a section stays recognisable."""
 CUT_MARK: Final = " […]"
 """Appended to a text cut to fit the itemization."""
+HISTORY_LINE_CHARS: Final = 400
+"""Characters of a chat-history message an itemization keeps (the timeline has the rest)."""
+WORLD_ENTRY_CHARS: Final = 300
+"""Characters of a fired world-info entry's text kept beside its key (the prompt message of
+its position holds it whole)."""
 ITEMIZATION_VERSION: Final = 1
 """The itemization's format (``version``), for readers of older rows."""
 
@@ -31,23 +39,38 @@ ITEMIZATION_VERSION: Final = 1
 def itemization_of(
     ir: PromptIR, world: WorldInfoResult, counter: TokenCounter | None = None
 ) -> dict[str, Any]:
-    """The bounded itemization of an assembled prompt (``counter`` gives each message's
-    tokens; without it they are left out)."""
+    """The bounded itemization of an assembled prompt. Each message's tokens are what the
+    assembly's budget charged it; ``counter`` counts those it left at 0 (else they are left
+    out)."""
     messages = []
     for message in ir.messages:
         item = message.to_json()
-        if counter is not None:
+        if message.tokens:
+            item["tokens"] = message.tokens
+        elif counter is not None:
             item["tokens"] = counter.count(message.content)
+        sources = message.sources
+        if sources and all(source.kind == "history" for source in sources):
+            item["content"] = _head(message.content, HISTORY_LINE_CHARS)
         messages.append(item)
+    entries = []
+    for entry in world.activated:
+        item = entry.to_json()
+        item["content"] = _head(entry.content, WORLD_ENTRY_CHARS)
+        entries.append(item)
     data: dict[str, Any] = {
         "version": ITEMIZATION_VERSION,
         "mode": ir.mode,
         "messages": messages,
-        "world_info": [entry.to_json() for entry in world.activated],
+        "world_info": entries,
         "budget": ir.budget.to_json(),
         "warnings": list(ir.warnings),
     }
     return bounded(data)
+
+
+def _head(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + CUT_MARK
 
 
 def _size(data: Mapping[str, Any]) -> int:

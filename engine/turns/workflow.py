@@ -40,7 +40,6 @@ from engine.prompt.itemize import itemization_of
 from engine.prompt.macro_port import EngineMacros
 from engine.prompt.regex_budget import EXHAUSTED, RegexBudget
 from engine.prompt.regex_run import Channel, RegexRun, apply_scripts
-from engine.prompt.tokens import counter_for_model
 from engine.turns.api import STOP_TURN, OnText
 from engine.turns.context import TIMED_STATE_META, TurnRead
 from engine.turns.profiles import (
@@ -135,8 +134,7 @@ class Generation:
         )
         self.warnings.extend(w for w in assembled.ir.warnings if not w.startswith(EXHAUSTED))
         reply = await self._narrate(assembled)
-        counter = counter_for_model(self.options.snapshot.profile("narrator").model)
-        itemization = itemization_of(assembled.ir, assembled.world_info, counter)
+        itemization = itemization_of(assembled.ir, assembled.world_info)
         raw_full = self.options.previous_text + reply
         extracted = extract_memory_tags(raw_full, role="assistant")
         if extracted.items and self.options.keep_summaries:

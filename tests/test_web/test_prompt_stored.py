@@ -125,3 +125,54 @@ def test_an_itemization_over_the_bound_cuts_texts_and_keeps_the_structure() -> N
     assert len(cut["messages"][0]["content"]) >= MIN_KEPT_CHARS
     small: dict[str, Any] = {"messages": [], "world_info": [], "budget": {}, "warnings": []}
     assert bounded(copy.deepcopy(small)) == small  # under the bound: untouched
+
+
+def test_an_itemization_keeps_history_and_entry_texts_short() -> None:
+    from engine.formats.worldbook import WorldEntry
+    from engine.prompt.ir import BudgetReport, IRMessage, PromptIR, Section, Source
+    from engine.prompt.itemize import HISTORY_LINE_CHARS, WORLD_ENTRY_CHARS, itemization_of
+    from engine.prompt.wi_output import build_result
+    from engine.prompt.wi_timed import TimedState
+
+    card = "c" * (HISTORY_LINE_CHARS * 2)
+    said = "h" * (HISTORY_LINE_CHARS * 2)
+    lore = "w" * (WORLD_ENTRY_CHARS * 2)
+    ir = PromptIR(
+        mode="compat_plus",
+        messages=(
+            IRMessage(
+                role="system",
+                content=card,
+                sections=(Section(source=Source(kind="card", ref="description"), text=card),),
+                tokens=120,
+            ),
+            IRMessage(
+                role="user",
+                content=said,
+                sections=(Section(source=Source(kind="history", ref="3"), text=said),),
+                tokens=110,
+            ),
+        ),
+        budget=BudgetReport(
+            max_context=4096, response_tokens=300, priming_tokens=3, available=3793
+        ),
+    )
+    world = build_result(
+        [("b.1", "b", WorldEntry(uid=1, keys=("gate",), content=lore), lore)],
+        regex=lambda text, _depth: text,
+        timed_state=TimedState(),
+        budget=100,
+        used_tokens=10,
+        overflowed=False,
+        passes=1,
+        fired={"b.1": "gate"},
+    )
+    data = itemization_of(ir, world)
+    card_item, said_item = data["messages"]
+    assert card_item["content"] == card and card_item["tokens"] == 120  # whole: not history
+    assert said_item["content"] == said[:HISTORY_LINE_CHARS] + CUT_MARK
+    assert said_item["tokens"] == 110  # the count is of what was sent
+    (entry,) = data["world_info"]
+    assert entry["fired_by"] == "gate"
+    assert entry["content"] == lore[:WORLD_ENTRY_CHARS] + CUT_MARK
+    assert "truncated" not in data
