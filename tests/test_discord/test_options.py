@@ -79,6 +79,7 @@ def _plain(value: object) -> object:
                 webhook_secret="shh",
                 allowed_users=[5],
                 batch_lines=False,
+                leader_lease_s=12.0,
             ),
             telegram_config,
         ),
