@@ -36,6 +36,7 @@ from adapters.storage.sqlite_guard import hold_sqlite_file
 from bot.config import Settings, console_card, database_location, describe_model
 from bot.embeddings import build_embedder
 from bot.events import EventBus
+from bot.notices import InterruptedNotice, InterruptedNotices
 from bot.scheduler import build_memory_service, session_memory_on, start_memory_jobs
 from bot.startup import database_errors, open_database
 from engine.memory.service import MemorySettings
@@ -70,6 +71,9 @@ class Application:
         # recovers only its own session, never the bot's turns in flight.
         self.recover_only = recover_only
         self.events = EventBus()
+        # Chats whose reply this process's recovery failed are told by their front end.
+        self.notices = InterruptedNotices()
+        self.events.subscribe("floor.failed", self.notices.on_event)
         self.stack = AsyncExitStack()
         self.storage: SqlStorage | None = None
         self.pool = ChatModelPool()
@@ -156,6 +160,7 @@ class Application:
                 lease_heartbeat_s=database.lease_heartbeat_s,
                 lease_expiry_s=database.lease_expiry_s,
             )
+            self.spawn(self.notices.run(), name="interrupted-notices")
             failed = await self._service.start(only=self.recover_only)
             # The lease keeps this process's turns safe from another process's recovery.
             self.spawn(self._service.keep_lease(), name="lease-heartbeat")
@@ -234,6 +239,11 @@ async def open_console(
     for name, value in (options or {}).items():
         await service.set_session_option(key, name, value)
     frontend = ConsoleFrontend(service=service, key=key, user=user, out=out, jsonl=jsonl)
+
+    async def tell(notice: InterruptedNotice) -> None:
+        frontend.tell_interrupted(notice.key, notice.branch, notice.floor)
+
+    app.notices.register("console", tell)
     if app.offline:
         frontend._emit("info", message=f"no model endpoint configured: {OFFLINE_ANNOUNCEMENT}")
     greeting = await service.greet(key, user_name=user)
@@ -384,6 +394,9 @@ async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | N
             discord_runner = DiscordRunner(app.service, discord_options(settings.discord))
             await discord_runner.start()
             fronts.push_async_callback(discord_runner.close)
+            tell_discord = discord_runner.tell_interrupted
+            app.notices.register("discord", lambda n: tell_discord(n.key, n.branch, n.floor))
+            fronts.callback(app.notices.unregister, "discord")  # before the client closes
             started.append("discord")
         if _secret(settings.telegram.token):
             from adapters.telegram.runner import TelegramRunner
@@ -397,6 +410,9 @@ async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | N
             )
             await telegram_runner.start()
             fronts.push_async_callback(telegram_runner.stop)
+            tell_telegram = telegram_runner.tell_interrupted
+            app.notices.register("telegram", lambda n: tell_telegram(n.key, n.branch, n.floor))
+            fronts.callback(app.notices.unregister, "telegram")  # before the bot closes
             started.append("telegram")
         # The web page once the platforms are up (a platform that cannot start stays the one
         # line a failed start prints), and before a console takes over the terminal.

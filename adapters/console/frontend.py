@@ -117,6 +117,18 @@ class ConsoleFrontend:
             self.out.write(f"* {fields['message']}\n")
         self.out.flush()
 
+    def tell_interrupted(self, key: SessionKey, branch: str, floor: int) -> None:
+        """Say that floor ``floor`` of ``branch`` lost its reply: the process generating it
+        stopped and this process's recovery failed it (nothing when ``key`` is not this
+        console's session)."""
+        if key != self.key:
+            return
+        message = f"the reply to floor {floor} on branch {branch} was interrupted"
+        if self.jsonl:
+            self._emit("error", message=message, retry="/regen")
+        else:
+            self._emit("error", message=f"{message} ({RETRY_HINT})")
+
     def _unmark(self) -> None:
         """Erase the thinking marker if it is shown."""
         if self._marker:

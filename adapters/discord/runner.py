@@ -27,6 +27,7 @@ from adapters.discord.client import build_client
 from adapters.discord.commands import CommandDeps, register
 from adapters.discord.convert import session_key
 from adapters.discord.events import Events
+from adapters.discord.interrupted import tell_interrupted
 from adapters.discord.options import DiscordOptions
 from adapters.discord.outlets import Outlets
 from adapters.discord.personas import Personas
@@ -36,7 +37,7 @@ from adapters.discord.sessions import Sessions
 from adapters.discord.tasks import TaskOwner
 from adapters.discord.turns import Turns
 from engine.errors import ConfigurationError, UnavailableError
-from engine.turns.api import RoleplayService
+from engine.turns.api import RoleplayService, SessionKey
 
 _log = logging.getLogger(__name__)
 SHUTDOWN_GRACE_S = 5.0
@@ -120,6 +121,19 @@ class DiscordRunner:
         )
         self._restore: Callable[[], None] | None = None
         self._connection: asyncio.Task[None] | None = None
+
+    async def tell_interrupted(self, key: SessionKey, branch: str, floor: int) -> None:
+        """Tell the channel that the reply to floor ``floor`` was interrupted, when this
+        process serves its shard (see :mod:`adapters.discord.interrupted`)."""
+        await tell_interrupted(
+            self.client,
+            self.service,
+            self.turns,
+            self.options,
+            key=key,
+            branch=branch,
+            floor=floor,
+        )
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:

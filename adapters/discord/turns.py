@@ -393,6 +393,10 @@ class Turns:
         self._remember(record)
         return record
 
+    def remember_failed(self, record: ReplyRecord) -> None:
+        """Remember a notice shown for a failed floor (recovery's) so 🔄 on it retries it."""
+        self._remember(record)
+
     def _remember(self, record: ReplyRecord) -> None:
         place = record.place
         known = self.latest.get((place.key, place.branch))

@@ -38,21 +38,29 @@ from aiohttp import web
 
 from adapters.telegram.app import Frontend
 from adapters.telegram.config import TelegramConfig
+from adapters.telegram.context import Where
+from adapters.telegram.convert import thread_of_branch
 from adapters.telegram.leader import PollerLeader, RoleStore
 from adapters.telegram.middlewares import AllowListMiddleware, OrderMiddleware
 from adapters.telegram.retry import RetryMiddleware, Sleep
 from adapters.telegram.routers import build_routers
 from adapters.telegram.routers.commands import command_scopes
+from adapters.telegram.sender import Place
 from adapters.telegram.state import ChatState
 from adapters.telegram.updates_seen import SharedUpdates, UpdateLedger
 from adapters.telegram.webhook import ClaimingRequestHandler
 from engine.errors import ConfigurationError, UnavailableError
-from engine.turns.api import RoleplayService
+from engine.turns.api import RoleplayService, SessionKey
 
 log = logging.getLogger("tavernbot.telegram")
 DRAIN_TIMEOUT_S = 30.0
 """How long ``stop()`` waits for updates in flight before closing the session anyway."""
 BACKOFF_FACTOR = 1.5
+INTERRUPTED_LINE = (
+    "The reply to your message was interrupted (the process writing it stopped); "
+    "🔄 or /regen retries it."
+)
+"""What a chat is told when recovery failed a floor whose process died while generating."""
 
 
 class Coordination(UpdateLedger, RoleStore, Protocol):
@@ -140,6 +148,19 @@ class TelegramRunner:
     @property
     def state(self) -> ChatState:
         return self.frontend.state
+
+    async def tell_interrupted(self, key: SessionKey, branch: str, floor: int) -> None:
+        """Tell the chat (its topic, for a forum topic's branch) that the reply to floor
+        ``floor`` was interrupted, with 🔄 to retry it. Any process may send to any chat."""
+        chat_id = int(key.key)
+        private = chat_id > 0  # groups and channels have negative ids
+        place = Place(
+            chat_id=chat_id,
+            thread_id=None if private else thread_of_branch(branch),
+            private=private,
+        )
+        where = Where(key=key, branch=branch, place=place, private=private, info=None)
+        await self.frontend.turns.tell_failed(self.bot, where, floor, INTERRUPTED_LINE)
 
     async def _register_commands(self) -> None:
         for commands, scope in command_scopes():

@@ -265,6 +265,16 @@ class Turns:
         ids = await writer.finish(view.text, markup)
         await self._shows(bot, where, ids, view, page=view.page, same_turn=same_turn)
 
+    async def tell_failed(self, bot: Bot, where: Where, floor: int, line: str) -> None:
+        """Show ``line`` (why ``floor`` got no reply) in a new message, as a failed turn shows
+        its error: with 🔄 and linked to the floor while it is the branch's latest and failed
+        (recovery's notice of an interrupted reply)."""
+        history = await self.service.history(where.key, where.branch, limit=1)
+        latest = history[-1] if history else None
+        if latest is not None and not (latest.failed and latest.floor == floor):
+            latest = None  # a newer floor or a retry already answered: the line alone
+        await self._fail(bot, where, ReplyWriter(bot, where.place, self.config), line, latest)
+
     async def _fail(
         self,
         bot: Bot,

@@ -461,6 +461,7 @@ class TimelineService:
         failed: list[Floor] = []
         if not floors and not pages:
             return failed
+        places: dict[int, dict[str, str]] = {}
         async with self._storage.unit_of_work() as uow:
             for floor in floors:
                 error = INTERRUPTED if floor.state == "generating" else INTERRUPTED_DRAFT
@@ -468,10 +469,34 @@ class TimelineService:
                     floor.id, expected=floor.state, state="failed", error=error
                 ):
                     failed.append(replace(floor, state="failed", error=error))
+                    places[floor.id] = await _place_of(uow, floor.branch_id)
             for page in pages:
                 await uow.pages.compare_and_set(
                     page.id, expected="pending", status="failed", error=INTERRUPTED
                 )
+        # Only the process whose compare-and-set won says so: front ends tell the chat once
+        # (``interrupted`` and the place: platform, realm, session key and branch name).
         for floor in failed:
-            self._emit("floor.failed", floor_id=floor.id, floor=floor.seq, error=floor.error)
+            self._emit(
+                "floor.failed",
+                floor_id=floor.id,
+                floor=floor.seq,
+                error=floor.error,
+                interrupted=True,
+                **places[floor.id],
+            )
         return failed
+
+
+async def _place_of(uow: UnitOfWork, branch_id: int) -> dict[str, str]:
+    """Where a floor of ``branch_id`` lives, as an event's payload: platform, realm key,
+    session key and branch name."""
+    branch = await uow.branches.get(branch_id)
+    session = await uow.sessions.get(branch.session_id)
+    realm = await uow.realms.get(session.realm_id)
+    return {
+        "platform": session.platform,
+        "realm": realm.key,
+        "session": session.key,
+        "branch": branch.name,
+    }
