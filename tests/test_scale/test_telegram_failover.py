@@ -2,8 +2,9 @@
 run`` processes on one PostgreSQL database serve one Telegram bot, each streaming a slow reply;
 one is killed. The other keeps serving; the killed process's floor becomes ``failed`` only
 after its lease expired (the killed process stays a zombie, so its process id still "runs" and
-only the expiry can tell it dead), never the live process's floor; the user's message is kept
-and nothing is answered twice.
+only the expiry can tell it dead), never the live process's floor; the live process tells
+that chat once that its reply was interrupted; the user's message is kept and nothing is
+answered twice.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from adapters.telegram.runner import INTERRUPTED_LINE
 from tests.fakes.openai_server import FakeOpenAIServer, FakeReply, FakeResponse, echo_responder
 from tests.fakes.telegram.server import FakeTelegramServer
 from tests.test_e2e.test_two_processes import pg_database  # noqa: F401  (fixture)
@@ -36,6 +38,8 @@ ANSWER_WAIT_S = 90.0
 LEASE_EXPIRY_S = 5
 SLOW_TEXT = " ".join(f"w{n}" for n in range(240))
 """A reply streamed in about 30 s (8 characters a chunk, a chunk every 0.12 s)."""
+NOTICE = f"⚠️ {INTERRUPTED_LINE}"
+"""What the live process tells the chat whose reply the killed process was streaming."""
 FLOOR_STATE = (
     "select f.state from floor f join message m on m.floor_id = f.id "
     "where m.role = 'user' and m.raw = :raw"
@@ -138,6 +142,15 @@ async def test_a_killed_process_floor_fails_after_its_lease_and_the_other_serves
                 what="the live process's slow reply",
             )
             assert (await rows(engine, FLOOR_STATE, raw="chat 1 slow"))[0].state == "committed"
+            # The live process's sweep failed it and told the chat, once; the chat of its own
+            # streaming reply heard nothing of it.
+            await wait_until(
+                lambda: NOTICE in replies(tg, chats[0]["id"]),
+                wait_s=ANSWER_WAIT_S,
+                what="the chat told that its reply was interrupted",
+            )
+            assert replies(tg, chats[0]["id"]) == [NOTICE]
+            assert NOTICE not in replies(tg, chats[1]["id"])
             # The user's message of the failed floor is kept; the chat plays on in the other.
             assert len(await rows(engine, FLOOR_STATE, raw="chat 0 slow")) == 1
             await tg.send_text(chats[0], users[0], "chat 0 again")
@@ -147,6 +160,7 @@ async def test_a_killed_process_floor_fails_after_its_lease_and_the_other_serves
                 what="the chat of the killed reply answered again",
             )
             assert replies(tg, chats[0]["id"]).count("echo: chat 0 again") == 1
+            assert replies(tg, chats[0]["id"]).count(NOTICE) == 1
             assert SLOW_TEXT not in replies(tg, chats[0]["id"])
             assert models_asked(llm, "chat 0 slow") == [killed.name]
             assert models_asked(llm, "chat 0 again") == [live.name]
