@@ -68,10 +68,10 @@ async def tell_interrupted(
     history = await service.history(key, branch, limit=1)
     if history and history[-1].failed and history[-1].floor == floor:
         view = history[-1]
+        # Who wrote the input may retry it (as on a failed turn's notice).
+        speakers = frozenset(s.id for s in await service.floor_speakers(key, branch, floor))
         delivered = Delivered(message_ids=[message.id], texts=[INTERRUPTED_NOTICE])
         turns.remember_failed(
-            ReplyRecord(
-                place, view.floor, view.page, view.pages, frozenset(), delivered, failed=True
-            )
+            ReplyRecord(place, view.floor, view.page, view.pages, speakers, delivered, failed=True)
         )
     return True

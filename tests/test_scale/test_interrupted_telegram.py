@@ -15,78 +15,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from adapters.llm import OfflineChatModel
-from adapters.storage import SqlStorage
 from adapters.telegram.runner import INTERRUPTED_LINE
-from bot.events import EventBus
-from bot.notices import InterruptedNotice, InterruptedNotices
-from engine.timeline.leases import LeaseKeeper
-from engine.timeline.service import INTERRUPTED, TimelineService
-from engine.timeline.values import NewMessage
-from engine.turns.api import MAIN_BRANCH, SessionKey
-from engine.turns.profiles import LLMProfile, NoSecretCipher
-from engine.turns.service import TavernService
+from engine.timeline.service import INTERRUPTED
+from engine.turns.api import MAIN_BRANCH
+from tests.test_scale.interrupted_support import generating, generating_ids, lease, sweeper
 from tests.test_telegram.real_engine import RealHarness, real, telegram_key
 
 __all__ = ["real"]
 pytestmark = pytest.mark.timeout(90)
 
 NOTICE = f"⚠️ {INTERRUPTED_LINE}"
-
-
-class FixedClock:
-    """A clock standing at one moment."""
-
-    def __init__(self, at: datetime) -> None:
-        self.at = at
-
-    def now(self) -> datetime:
-        return self.at
-
-
-async def generating(storage: SqlStorage, key: SessionKey, text: str, *, owner: str) -> int:
-    """Open a floor with ``text`` on the session's main branch and leave it generating, owned
-    by ``owner``; its id."""
-    async with storage.read() as uow:
-        session = await uow.sessions.find(key.platform, key.key)
-        assert session is not None
-        branch = await uow.branches.find(session.id, MAIN_BRANCH)
-        assert branch is not None
-    timeline = TimelineService(storage, owner=owner)
-    floor = await timeline.open_floor(branch.id, [NewMessage(role="user", raw=text)])
-    await timeline.start_generating(floor.id)
-    await timeline.add_page(floor.id)
-    return floor.id
-
-
-async def lease(storage: SqlStorage, owner: str, *, renewed_at: datetime) -> None:
-    """A lease row of ``owner``, a process of another host, last renewed at ``renewed_at``."""
-    keeper = LeaseKeeper(storage, clock=FixedClock(renewed_at), owner=owner, host="elsewhere")
-    await keeper.renew()
-
-
-def sweeper(real: RealHarness) -> tuple[TavernService, InterruptedNotices]:
-    """Another live process on the same database: its own service, bus and notices, telling
-    Telegram chats through the harness's runner (any process may send to any chat)."""
-    assert real.storage is not None and real.runner is not None
-    bus = EventBus()
-    notices = InterruptedNotices()
-    bus.subscribe("floor.failed", notices.on_event)
-    runner = real.runner
-
-    async def tell(notice: InterruptedNotice) -> None:
-        await runner.tell_interrupted(notice.key, notice.branch, notice.floor)
-
-    notices.register("telegram", tell)
-    quiet = OfflineChatModel(announce=False)  # the sweeper plays no turn here
-    service = TavernService(
-        real.storage,
-        model_for=lambda profile: quiet,
-        default_profile=LLMProfile(id="environment", provider="offline", model="offline"),
-        events=bus,
-        cipher=NoSecretCipher(),
-    )
-    return service, notices
 
 
 async def test_the_chat_of_a_dead_owner_floor_is_told_once_and_a_live_one_not(
@@ -106,7 +44,10 @@ async def test_the_chat_of_a_dead_owner_floor_is_told_once_and_a_live_one_not(
     live = await generating(storage, telegram_key(live_chat), "still coming", owner="live-owner")
     before = {c["id"]: len(tg.bot_messages(c["id"])) for c in (dead_chat, live_chat)}
 
-    (first, first_notices), (second, second_notices) = sweeper(real), sweeper(real)
+    assert real.runner is not None
+    tell = real.runner.tell_interrupted  # any process may send to any chat
+    first, first_notices = sweeper(storage, "telegram", tell)
+    second, second_notices = sweeper(storage, "telegram", tell)
     runs = [
         asyncio.create_task(first_notices.run(), name="notices-1"),
         asyncio.create_task(second_notices.run(), name="notices-2"),
@@ -127,8 +68,7 @@ async def test_the_chat_of_a_dead_owner_floor_is_told_once_and_a_live_one_not(
     assert texts.count(NOTICE) == 1
     assert len(texts) == before[dead_chat["id"]] + 1
     assert len(tg.bot_messages(live_chat["id"])) == before[live_chat["id"]]
-    async with storage.read() as uow:  # the live owner's floor goes on generating
-        assert live in {f.id for f in await uow.floors.in_state("generating")}
+    assert live in await generating_ids(storage)  # the live owner's floor goes on
 
     # The notice carries 🔄, which retries the interrupted floor into it.
     assert notice.reply_markup is not None
