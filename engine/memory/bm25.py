@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -178,25 +179,38 @@ def stem(word: str) -> str:
     return word
 
 
+INDEX_CACHE_SIZE: Final = 64
+"""Indexes kept between calls (:func:`cached_index`): a turn ranks the same candidate units
+as the turn before it until a record changes, so their index (document frequencies, lengths,
+postings) is built once per set of units, not per turn."""
+
+
 @dataclass(frozen=True, slots=True)
 class Bm25Index:
-    """BM25 statistics over a fixed set of documents (by id)."""
+    """BM25 statistics over a fixed set of documents (by id), with each term's postings (the
+    documents holding it, in document order) so a query scores only the documents it can
+    match."""
 
     doc_terms: Mapping[str, Counter[str]]
     doc_lengths: Mapping[str, int]
     doc_freq: Mapping[str, int]
     average_length: float
+    postings: Mapping[str, tuple[str, ...]]
+    doc_texts: Mapping[str, str]
 
     @classmethod
     def build(cls, documents: Mapping[str, str]) -> Bm25Index:
         """Index ``{doc_id: text}``."""
         terms = {doc_id: _term_counts(text) for doc_id, text in documents.items()}
         lengths = {doc_id: sum(counts.values()) for doc_id, counts in terms.items()}
-        freq: Counter[str] = Counter()
-        for counts in terms.values():
-            freq.update(counts.keys())
+        holders: dict[str, list[str]] = {}
+        for doc_id, counts in terms.items():
+            for term in counts:
+                holders.setdefault(term, []).append(doc_id)
+        freq = {term: len(ids) for term, ids in holders.items()}
+        postings = {term: tuple(ids) for term, ids in holders.items()}
         average = (sum(lengths.values()) / len(lengths)) if lengths else 0.0
-        return cls(terms, lengths, freq, average)
+        return cls(terms, lengths, freq, average, postings, dict(documents))
 
     def idf(self, term: str) -> float:
         """The BM25+ style idf, never negative."""
@@ -220,17 +234,91 @@ class Bm25Index:
         return total
 
     def scores(self, query: Mapping[str, float]) -> dict[str, float]:
-        """:meth:`score` of every document, each term's idf computed once (same values)."""
+        """:meth:`score` of every document, each term's idf computed once (same values).
+
+        Only the documents in the query terms' postings are scored; every other one shares no
+        term with the query and scores 0.
+        """
         weighted = [(term, weight * self.idf(term)) for term, weight in query.items()]
         average = self.average_length or 1
-        found: dict[str, float] = {}
-        for doc_id, counts in self.doc_terms.items():
-            if not counts:
-                found[doc_id] = 0.0
-                continue
+        found = dict.fromkeys(self.doc_terms, 0.0)
+        matched: set[str] = set()
+        for term, _ in weighted:
+            matched.update(self.postings.get(term, ()))
+        for doc_id in matched:
             length_norm = 1.0 - BM25_B + BM25_B * self.doc_lengths[doc_id] / average
-            found[doc_id] = _bm25(weighted, counts, length_norm)
+            found[doc_id] = _bm25(weighted, self.doc_terms[doc_id], length_norm)
         return found
+
+
+def cached_index(doc_ids: tuple[str, ...], texts: tuple[str, ...]) -> Bm25Index:
+    """:meth:`Bm25Index.build` of ``zip(doc_ids, texts)``, kept for the next call with the same
+    documents (at most ``INDEX_CACHE_SIZE`` sets; an index is never mutated).
+
+    A set not kept is derived from the last one built: the documents both share keep their
+    term counts, and only the added and removed documents change the frequencies and
+    postings, so a turn after a record was written does not re-index every unit.
+    """
+    key = (doc_ids, texts)
+    with _INDEX_LOCK:
+        index = _INDEXES.get(key)
+        if index is not None:
+            _INDEXES.move_to_end(key)
+            return index
+        last = next(reversed(_INDEXES.values()), None)
+    documents = dict(zip(doc_ids, texts, strict=True))
+    index = Bm25Index.build(documents) if last is None else _derived(last, documents)
+    with _INDEX_LOCK:
+        _INDEXES[key] = index
+        while len(_INDEXES) > INDEX_CACHE_SIZE:
+            _INDEXES.popitem(last=False)
+    return index
+
+
+_INDEXES: OrderedDict[tuple[tuple[str, ...], tuple[str, ...]], Bm25Index] = OrderedDict()
+_INDEX_LOCK = threading.Lock()  # services may rank from worker threads too
+_DERIVE_MAX_CHANGED_SHARE = 0.5  # past this share of changed documents a fresh build is cheaper
+
+
+def _derived(base: Bm25Index, documents: Mapping[str, str]) -> Bm25Index:
+    """The index of ``documents`` from ``base``'s: the same values as a fresh build."""
+    old_texts = base.doc_texts
+    added = [d for d, text in documents.items() if old_texts.get(d) != text]
+    removed = [d for d, text in old_texts.items() if documents.get(d) != text]
+    if len(added) + len(removed) > _DERIVE_MAX_CHANGED_SHARE * max(1, len(documents)):
+        return Bm25Index.build(documents)
+    terms: dict[str, Counter[str]] = {}
+    lengths: dict[str, int] = {}
+    for doc_id, text in documents.items():
+        if old_texts.get(doc_id) == text:
+            terms[doc_id], lengths[doc_id] = base.doc_terms[doc_id], base.doc_lengths[doc_id]
+        else:
+            counts = terms[doc_id] = _term_counts(text)
+            lengths[doc_id] = sum(counts.values())
+    freq = dict(base.doc_freq)
+    holders: dict[str, list[str]] = {}
+    for doc_id in removed:
+        for term in base.doc_terms[doc_id]:
+            ids = holders.get(term)
+            if ids is None:
+                ids = holders[term] = list(base.postings[term])
+            ids.remove(doc_id)
+            freq[term] -= 1
+    for doc_id in added:
+        for term in terms[doc_id]:
+            ids = holders.get(term)
+            if ids is None:
+                ids = holders[term] = list(base.postings.get(term, ()))
+            ids.append(doc_id)
+            freq[term] = freq.get(term, 0) + 1
+    postings = dict(base.postings)
+    for term, ids in holders.items():
+        if ids:
+            postings[term] = tuple(ids)
+        else:
+            del postings[term], freq[term]
+    average = (sum(lengths.values()) / len(lengths)) if lengths else 0.0
+    return Bm25Index(terms, lengths, freq, average, postings, dict(documents))
 
 
 def _bm25(

@@ -34,14 +34,15 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Final
 
-from engine.memory.bm25 import Bm25Index, relative_scores, weighted_query
+from engine.memory.bm25 import cached_index, relative_scores, weighted_query
 from engine.memory.decay import DecayPolicy, decay_factor
 from engine.memory.errors import MemoryPolicyError
 from engine.memory.fusion import SemanticSignal
 from engine.memory.lineage import Viewpoint, partition_visible
 from engine.memory.records import MemoryKind, MemoryRecord, MemoryRelation, MemoryScope
 from engine.memory.sanitize import MAX_INJECTED_ITEM_CHARS, quote_for_injection
-from engine.memory.units import MemoryUnit, units_of
+from engine.memory.story_dates import dated
+from engine.memory.units import MemoryUnit, record_units, units_of
 
 TokenCounter = Callable[[str], int]
 
@@ -248,8 +249,15 @@ def _score_units(
     semantic: SemanticSignal | None = None,
 ) -> list[ScoredUnit]:
     pool, compacted_ids = _candidates(records, relations, view, policy)
-    units = [unit for record in pool for unit in units_of(record)]
-    index = Bm25Index.build({u.id: u.display for u in units})
+    units: list[MemoryUnit] = []
+    ids: list[str] = []
+    displays: list[str] = []
+    for record in pool:
+        own_units, own_ids, own_displays = record_units(record)
+        units.extend(own_units)
+        ids.extend(own_ids)
+        displays.extend(own_displays)
+    index = cached_index(tuple(ids), tuple(displays))
     relevance = relative_scores(index, weighted_query([(message, 1.0)]))
     if semantic is not None:  # embeddings configured: BM25 fused with the cosine ranking
         relevance = semantic.fuse(relevance)
@@ -258,9 +266,9 @@ def _score_units(
         r.id: decay_factor(r, floor_no=view.floor_no, now=now, policy=policy.decay) for r in pool
     }
     scored: list[ScoredUnit] = []
-    for unit in units:
+    for unit, unit_id in zip(units, ids, strict=True):
         record = unit.record
-        rel, near = relevance[unit.id], recent[unit.id]
+        rel, near = relevance[unit_id], recent[unit_id]
         recalled = record.id in compacted_ids
         if recalled and rel <= 0 and near <= 0:
             continue
@@ -335,7 +343,13 @@ def _placed(item: ScoredUnit) -> Placed:
 
 
 def _line(unit: MemoryUnit, max_item_chars: int) -> str:
-    return f"- {quote_for_injection(unit.shown, max_chars=max_item_chars)}"
+    return _quoted_line(unit.display, unit.record.story_date, max_item_chars)
+
+
+@lru_cache(maxsize=LINE_TOKEN_CACHE_SIZE)
+def _quoted_line(display: str, story_date: str | None, max_item_chars: int) -> str:
+    # A unit's line is rendered once per text and date, not once per turn and per trial.
+    return f"- {quote_for_injection(dated(display, story_date), max_chars=max_item_chars)}"
 
 
 def _line_tokens(count: TokenCounter, line: str) -> int:
@@ -390,7 +404,12 @@ def _too_long(items: Sequence[Placed], max_item_chars: int) -> tuple[str, ...]:
 
 
 def _same_text(unit: MemoryUnit) -> str:
-    return " ".join(unit.display.split()).casefold()
+    return _folded(unit.display)
+
+
+@lru_cache(maxsize=LINE_TOKEN_CACHE_SIZE)
+def _folded(text: str) -> str:
+    return " ".join(text.split()).casefold()
 
 
 class _Packer:
@@ -403,6 +422,12 @@ class _Packer:
         self.chosen: list[Placed] = []
         self.texts: set[str] = set()
         self.tokens = 0
+
+    def cannot_fit(self, line_tokens: int) -> bool:
+        """True when no line of ``line_tokens`` tokens or more could be added any more."""
+        return len(self.chosen) >= self.policy.max_items or bool(
+            self.chosen and self.tokens + line_tokens - LINE_JOIN_SLACK > self.policy.max_tokens
+        )
 
     def try_add(self, item: ScoredUnit, *, section_budget: tuple[str, int] | None = None) -> bool:
         if len(self.chosen) >= self.policy.max_items or _same_text(item.unit) in self.texts:
@@ -462,7 +487,10 @@ def select_memories(
     packer = _Packer(policy, count)
     if policy.max_tokens > 0 and policy.max_items > 0:
         if policy.mode is InjectionMode.IMPORTANCE:
-            for item in _by_value(ranked, policy, count):
+            order, cheapest = _by_value(ranked, policy, count)
+            for item in order:
+                if packer.cannot_fit(cheapest):
+                    break  # no line left could pass the pre-check: the same block, sooner
                 packer.try_add(item)
         elif policy.mode is InjectionMode.BALANCED:
             _fill_balanced(packer, ranked, policy)
@@ -485,7 +513,7 @@ def select_memories(
 
 def _by_value(
     ranked: Sequence[ScoredUnit], policy: InjectionPolicy, count: TokenCounter
-) -> list[ScoredUnit]:
+) -> tuple[list[ScoredUnit], int]:
     """The packing order of the importance mode: pinned loops, then units that share a word
     with the message or the recent chat, then the rest; within each, by score per token
     raised to ``PACK_TOKEN_EXPONENT``.
@@ -493,18 +521,23 @@ def _by_value(
     Plain score per token let short irrelevant units crowd out the one that answers; plain
     score let a long summary line that mentions many of a question's words take the room of
     several facts that each answer part of it. The damped cost keeps both in check, and an
-    irrelevant unit never goes before a relevant one, however short.
+    irrelevant unit never goes before a relevant one, however short. Also gives the fewest
+    tokens any of the lines costs on its own.
     """
+    cheapest = sys.maxsize
 
     def value(item: ScoredUnit) -> float:
-        tokens = max(1, _line_tokens(count, _line(item.unit, policy.max_item_chars)))
-        cost: float = float(tokens) ** PACK_TOKEN_EXPONENT
+        nonlocal cheapest
+        own = _line_tokens(count, _line(item.unit, policy.max_item_chars))
+        cheapest = min(cheapest, own)
+        cost: float = float(max(1, own)) ** PACK_TOKEN_EXPONENT
         return item.score / cost
 
-    return sorted(
+    order = sorted(
         ranked,
         key=lambda item: (not item.pinned, item.relevance + item.recent <= 0, -value(item)),
     )
+    return order, cheapest
 
 
 def _fill_balanced(packer: _Packer, ranked: Sequence[ScoredUnit], policy: InjectionPolicy) -> None:

@@ -14,6 +14,8 @@ summaries written by compaction) are read as units too.
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -145,3 +147,33 @@ def units_of(record: MemoryRecord, *, max_chars: int = MAX_UNIT_CHARS) -> tuple[
         )
         for index, text in enumerate(split_units(record.text, max_chars=max_chars))
     )
+
+
+RECORD_UNITS_CACHE_SIZE: Final = 16_384
+"""Record values whose units (with their ids and displayed texts) are kept between turns: a
+turn ranks the same record values as the one before, except those written or marked since."""
+
+RecordUnits = tuple[tuple[MemoryUnit, ...], tuple[str, ...], tuple[str, ...]]
+"""A record's units, their ids and their displayed texts."""
+
+_RECORD_UNITS: OrderedDict[int, tuple[MemoryRecord, RecordUnits]] = OrderedDict()
+_RECORD_UNITS_LOCK = threading.Lock()  # services may rank from worker threads too
+
+
+def record_units(record: MemoryRecord) -> RecordUnits:
+    """:func:`units_of` ``record`` with each unit's id and display, kept for this very record
+    value (keyed by identity: the entry holds the record, so the key is never reused while
+    kept, and a changed record is a new value)."""
+    key = id(record)
+    with _RECORD_UNITS_LOCK:
+        kept = _RECORD_UNITS.get(key)
+        if kept is not None and kept[0] is record:
+            _RECORD_UNITS.move_to_end(key)
+            return kept[1]
+    units = units_of(record)
+    found = (units, tuple(u.id for u in units), tuple(u.display for u in units))
+    with _RECORD_UNITS_LOCK:
+        _RECORD_UNITS[key] = (record, found)
+        while len(_RECORD_UNITS) > RECORD_UNITS_CACHE_SIZE:
+            _RECORD_UNITS.popitem(last=False)
+    return found

@@ -80,3 +80,98 @@ def test_line_token_counts_are_cached_per_counter_and_bounded() -> None:
     for i in range(LINE_TOKEN_CACHE_SIZE + 10):
         _line_tokens(words, f"- line {i}")
     assert _cached_line_tokens.cache_info().currsize <= LINE_TOKEN_CACHE_SIZE
+
+
+def _fresh_view(index: Bm25Index) -> tuple[object, ...]:
+    postings = {term: sorted(ids) for term, ids in index.postings.items()}
+    return (
+        list(index.doc_terms.items()),
+        dict(index.doc_lengths),
+        dict(index.doc_freq),
+        index.average_length,
+        postings,
+    )
+
+
+def test_an_index_derived_from_the_last_one_equals_a_fresh_build_and_scores_the_same() -> None:
+    from engine.memory.bm25 import _INDEXES, INDEX_CACHE_SIZE, cached_index, relative_scores
+
+    random = __import__("random").Random(18)
+    words = ["lantern", "harbour", "rain", "goat", "inn", "keeper", "oak", "bridge", "fog"]
+    docs = {f"d{i}": " ".join(random.choices(words, k=5)) for i in range(30)}
+    queries = [{"lantern": 1.0}, {"goat": 1.0, "fog": 0.1}, {"absent": 1.0}, {}]
+    for step in range(40):
+        # A turn's change: a new unit, sometimes a changed or removed one.
+        docs[f"n{step}"] = " ".join(random.choices(words, k=random.randint(1, 7)))
+        if step % 3 == 0:
+            docs[random.choice(list(docs))] = " ".join(random.choices(words, k=4))
+        if step % 4 == 0:
+            del docs[random.choice(list(docs))]
+        derived = cached_index(tuple(docs), tuple(docs.values()))
+        fresh = Bm25Index.build(docs)
+        assert _fresh_view(derived) == _fresh_view(fresh)
+        for query in queries:
+            assert list(derived.scores(query).items()) == list(fresh.scores(query).items())
+            assert relative_scores(derived, query) == relative_scores(fresh, query)
+            assert derived.scores(query) == {d: fresh.score(d, query) for d in docs}
+    same = cached_index(tuple(docs), tuple(docs.values()))
+    assert same is cached_index(tuple(docs), tuple(docs.values()))  # kept, not rebuilt
+    for i in range(INDEX_CACHE_SIZE + 5):
+        cached_index((f"x{i}",), ("lantern",))
+    assert len(_INDEXES) <= INDEX_CACHE_SIZE
+
+
+def test_a_record_value_keeps_its_units_and_a_changed_record_gets_its_own() -> None:
+    from dataclasses import replace
+
+    from engine.memory.units import (
+        _RECORD_UNITS,
+        RECORD_UNITS_CACHE_SIZE,
+        record_units,
+        units_of,
+    )
+    from tests.test_memory.helpers import record
+
+    first = record("r1", "The lantern hangs by the door.\nThe keeper is Ann.")
+    units, ids, displays = record_units(first)
+    assert units == units_of(first) and ids == ("r1#0", "r1#1")
+    assert displays == tuple(u.display for u in units)
+    assert record_units(first)[0] is units  # the same value: kept
+    marked = replace(first, last_used_floor=9)
+    assert record_units(marked)[0][0].record is marked  # a new value: its own units
+    edited = replace(first, text="The lantern is lost.")
+    assert record_units(edited)[2] == ("The lantern is lost.",)
+    for i in range(RECORD_UNITS_CACHE_SIZE + 5):
+        record_units(record(f"x{i}", f"fact {i}"))
+    assert len(_RECORD_UNITS) <= RECORD_UNITS_CACHE_SIZE
+
+
+def test_packing_stops_once_no_line_can_fit_with_the_block_a_full_pass_gives() -> None:
+    from engine.memory.injection import (
+        InjectionPolicy,
+        _by_value,
+        _Packer,
+        _render,
+        rank_units,
+        select_memories,
+    )
+    from tests.test_memory.helpers import T0, count_tokens, record, view
+
+    records = [
+        record(f"f{i}", f"fact {i} about the goats and the lantern " + "word " * (i % 7))
+        for i in range(80)
+    ]
+    for budget in (0, 30, 90, 200, 500):
+        policy = InjectionPolicy(max_tokens=budget)
+        result = select_memories(
+            records, [], view=view(20), now=T0, message="goats", count=count_tokens, policy=policy
+        )
+        ranked = rank_units(records, [], view=view(20), now=T0, message="goats", policy=policy)
+        full = _Packer(policy, count_tokens)  # every candidate tried, as before the stop
+        order, cheapest = _by_value(ranked, policy, count_tokens)
+        if budget:
+            for item in order:
+                full.try_add(item)
+        assert result.text == _render(full.chosen, policy.max_item_chars)
+        assert cheapest == min(count_tokens(f"- {u.unit.display}") for u in ranked)
+        assert full.cannot_fit(cheapest) == (budget > 0)  # the stop fired in each packed case
