@@ -37,6 +37,12 @@ async def test_sigkill_during_a_streamed_reply(tmp_path: Path) -> None:
         await proc.proc.wait()
 
         restarted = await ConsoleProcess.start(env, "--session", "crash", cwd=tmp_path)
+        # Issue 19: its start-up recovery failed the floor, and the console says so once.
+        assert await restarted.read() == {
+            "type": "error",
+            "message": "the reply to floor 2 on branch main was interrupted",
+            "retry": "/regen",
+        }
         after = await restarted.ask("after the crash")
         # Issue 12: the interrupted floor keeps its number, and its message stays in the
         # chat: the next prompt holds it.
