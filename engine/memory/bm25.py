@@ -179,10 +179,11 @@ def stem(word: str) -> str:
     return word
 
 
-INDEX_CACHE_SIZE: Final = 64
+INDEX_CACHE_SIZE: Final = 16
 """Indexes kept between calls (:func:`cached_index`): a turn ranks the same candidate units
 as the turn before it until a record changes, so their index (document frequencies, lengths,
-postings) is built once per set of units, not per turn."""
+postings) is built once per set of units, not per turn. Few are kept: an index of a large realm
+is several dictionaries over every unit, and a set not kept is derived from the last one."""
 
 
 @dataclass(frozen=True, slots=True)
