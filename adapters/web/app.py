@@ -110,7 +110,7 @@ class WebServer:
             raise
         self._runner = runner
         self.port = site.port
-        log.info("web page at %s", self.url)
+        log.debug("web page at %s", self.url)  # the caller tells the user
 
     async def close(self) -> None:
         """Stop serving and release the port."""
