@@ -145,3 +145,25 @@ async def test_downloads_of_an_asset_and_of_a_branch(
         assert r.status == 404
     async with http.get(f"{base}/chats/main", allow_redirects=False) as r:
         assert r.status == 303 and r.headers["Location"] == "/login"  # no token: log in first
+
+
+async def test_uploads_of_a_regex_script_and_a_chat(
+    http: aiohttp.ClientSession, played: PlayedServer
+) -> None:
+    script = {
+        "scriptName": "Shout",
+        "findRegex": "/hello/gi",
+        "replaceString": "HELLO",
+        "placement": [2],
+        "disabled": False,
+    }
+    status, query = await _upload(http, played, "shout.json", json.dumps(script).encode())
+    assert status == 303 and "regex" in query.get("done", ""), query
+    chat = (ST_FIXTURES / "chat_legacy_Aqua_1673181146000.jsonl").read_bytes()
+    status, query = await _upload(http, played, "Aqua.jsonl", chat)
+    assert status == 303, query
+    assert query.get("done", "").startswith("imported chat Aqua.jsonl as branch import-Aqua")
+    html = await _listed(http, played)
+    assert 'data-asset="regex:' in html
+    pages = played.call(played.app.service.page_texts(played.front.key, "import-Aqua", 1))
+    assert pages and all(pages), pages
