@@ -36,11 +36,12 @@ from adapters.storage.sqlite_guard import hold_sqlite_file
 from bot.config import Settings, console_card, database_location, describe_model
 from bot.embeddings import build_embedder
 from bot.events import EventBus
-from bot.notices import InterruptedNotice, InterruptedNotices
+from bot.notices import InterruptedNotice, InterruptedNotices, run_claims
 from bot.scheduler import build_memory_service, session_memory_on, start_memory_jobs
 from bot.startup import database_errors, open_database
 from engine.memory.service import MemorySettings
 from engine.ports import ChatModel
+from engine.timeline.service import Claims
 from engine.turns.api import AssetKind, SessionKey
 from engine.turns.profiles import ENVIRONMENT_KEY_VARIABLE, LLMProfile, environment_profile
 from engine.turns.service import TavernService
@@ -65,11 +66,19 @@ def _say_waiting(message: str) -> None:
 class Application:
     """The engine and its adapters, opened with ``async with Application(settings) as app``."""
 
-    def __init__(self, settings: Settings, *, recover_only: SessionKey | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        recover_only: SessionKey | None = None,
+        claims: Claims | None = None,
+    ) -> None:
         self.settings = settings
         # ``tavernbot chat`` may run next to ``tavernbot run`` on the same database: it
         # recovers only its own session, never the bot's turns in flight.
         self.recover_only = recover_only
+        # The sessions whose interrupted turns this process fails (it can tell their chats).
+        self.claims = claims
         self.events = EventBus()
         # Chats whose reply this process's recovery failed are told by their front end.
         self.notices = InterruptedNotices()
@@ -161,7 +170,7 @@ class Application:
                 lease_expiry_s=database.lease_expiry_s,
             )
             self.spawn(self.notices.run(), name="interrupted-notices")
-            failed = await self._service.start(only=self.recover_only)
+            failed = await self._service.start(only=self.recover_only, claims=self.claims)
             # The lease keeps this process's turns safe from another process's recovery.
             self.spawn(self._service.keep_lease(), name="lease-heartbeat")
             self.stack.push_async_callback(self._service.aclose)
@@ -383,7 +392,8 @@ async def run(settings: Settings, *, lines: Callable[[], AsyncIterator[str]] | N
     # Read before the database opens, so a missing card stops at once with one line.
     default_card = None if on_platforms else console_card(settings)
     announce_setup(settings)
-    async with Application(settings) as app, AsyncExitStack() as fronts:
+    claims = run_claims(settings)
+    async with Application(settings, claims=claims) as app, AsyncExitStack() as fronts:
         from bot.web import serve_web
 
         started: list[str] = []

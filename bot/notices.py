@@ -13,14 +13,19 @@ Delivery runs in one owned task (:meth:`InterruptedNotices.run`), never in the e
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from engine.ports import Event
+from engine.timeline.service import Claims
 from engine.turns.api import SessionKey
+
+if TYPE_CHECKING:
+    from bot.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -106,3 +111,31 @@ class InterruptedNotices:
                 await notify(notice)
             except Exception:  # one chat's failure must not stop the others' notices
                 log.exception("could not tell %s that its reply was interrupted", notice.key)
+
+
+def run_claims(settings: Settings) -> Claims:
+    """Which sessions a ``tavernbot run`` with ``settings`` fails when their process died:
+    those it can tell (Telegram chats with a Telegram token, Discord channels of its shards,
+    console sessions when it runs the console); other platforms' sessions are left to a
+    process that serves them, so an interrupted reply is never failed in silence."""
+    telegram = bool(settings.telegram.token and settings.telegram.token.get_secret_value())
+    discord_on = bool(settings.discord.token and settings.discord.token.get_secret_value())
+    discord_serves: Callable[[str], bool] | None = None
+    if discord_on:
+        from adapters.discord.interrupted import serves
+        from bot.platforms import discord_options
+
+        options = discord_options(settings.discord)
+        discord_serves = functools.partial(serves, options)
+    console = not telegram and not discord_on
+
+    def claims(platform: str, realm: str) -> bool:
+        if platform == "telegram":
+            return telegram
+        if platform == "discord":
+            return discord_serves is not None and discord_serves(realm)
+        if platform == "console":
+            return console
+        return True  # a session no front end plays: any process fails it
+
+    return claims

@@ -18,7 +18,7 @@ raise the errors of :mod:`engine.timeline.errors`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -55,6 +55,8 @@ from engine.variables.values import (
 
 MAX_PAGES_PER_FLOOR: Final = 100
 """Swipes kept per floor; regenerating beyond this is refused."""
+Claims = Callable[[str, str], bool]
+"""Whether this process tells the chats of a session on ``(platform, realm key)``."""
 INTERRUPTED: Final = "interrupted: the process stopped while this was generating"
 INTERRUPTED_DRAFT: Final = "interrupted: the process stopped before this floor was generated"
 
@@ -430,13 +432,19 @@ class TimelineService:
     # ------------------------------------------------------------------ start-up
 
     async def recover(
-        self, leases: LeaseKeeper | None = None, *, session_id: int | None = None
+        self,
+        leases: LeaseKeeper | None = None,
+        *,
+        session_id: int | None = None,
+        claims: Claims | None = None,
     ) -> list[Floor]:
         """Fail what a stopped process left in progress: floors left ``draft`` or
         ``generating`` and pages left ``pending`` (a committed floor keeps its active page).
         ``leases``: fail only the work of dead owners (see :mod:`engine.timeline.leases`), so
         a turn another live process is generating is left alone; None: everything.
-        ``session_id``: only that session's floors. Returns the failed floors."""
+        ``session_id``: only that session's floors. ``claims(platform, realm)``: only floors
+        of the sessions this process can tell (None: all), so the process that fails a floor
+        is one that can say so in its chat. Returns the failed floors."""
         # Read first (the heartbeat sweeps often, and there is rarely anything to fail), so
         # the write lock is only taken when something is to change; the compare-and-set
         # updates then refuse whatever moved in between.
@@ -455,13 +463,27 @@ class TimelineService:
                 pages = [p for p in pages if (await uow.pages.context(p.id)).branch.id in mine]
             owners = [f.owner for f in floors] + [p.owner for p in pages]
             dead = None if leases is None else await leases.dead_owners(uow, owners)
-        floors = [f for f in floors if dead is None or f.owner in dead]
+            floors = [f for f in floors if dead is None or f.owner in dead]
+            places: dict[int, dict[str, str]] = {}
+            if claims is not None:
+                places = {f.id: await _place_of(uow, f.branch_id) for f in floors}
+        # A floor left to another process keeps its pages pending with it.
+        others = {
+            f.id
+            for f in floors
+            if claims is not None and not claims(places[f.id]["platform"], places[f.id]["realm"])
+        }
+        floors = [f for f in floors if f.id not in others]
         doomed = {f.id for f in floors}
-        pages = [p for p in pages if dead is None or p.owner in dead or p.floor_id in doomed]
+        pages = [
+            p
+            for p in pages
+            if p.floor_id not in others
+            and (dead is None or p.owner in dead or p.floor_id in doomed)
+        ]
         failed: list[Floor] = []
         if not floors and not pages:
             return failed
-        places: dict[int, dict[str, str]] = {}
         async with self._storage.unit_of_work() as uow:
             for floor in floors:
                 error = INTERRUPTED if floor.state == "generating" else INTERRUPTED_DRAFT
@@ -469,7 +491,8 @@ class TimelineService:
                     floor.id, expected=floor.state, state="failed", error=error
                 ):
                     failed.append(replace(floor, state="failed", error=error))
-                    places[floor.id] = await _place_of(uow, floor.branch_id)
+                    if floor.id not in places:
+                        places[floor.id] = await _place_of(uow, floor.branch_id)
             for page in pages:
                 await uow.pages.compare_and_set(
                     page.id, expected="pending", status="failed", error=INTERRUPTED

@@ -8,7 +8,7 @@ import asyncio
 
 from engine.prompt.tokens import counter_for_model
 from engine.timeline.leases import LeaseKeeper
-from engine.timeline.service import TimelineService
+from engine.timeline.service import Claims, TimelineService
 from engine.timeline.values import Floor
 from engine.turns.api import SessionKey
 
@@ -23,16 +23,21 @@ class Recovery:
         self._timeline = timeline
         self._model = model  # the default profile's model, whose tokenizer start warms up
         self._only: SessionKey | None = None  # the session recovery is limited to
+        self._claims: Claims | None = None  # the sessions this process can tell
 
-    async def start(self, *, only: SessionKey | None = None) -> list[Floor]:
+    async def start(
+        self, *, only: SessionKey | None = None, claims: Claims | None = None
+    ) -> list[Floor]:
         """Take this process's lease, then recover from a crash (see :meth:`sweep`);
-        ``only`` limits this, and every later sweep, to one session."""
+        ``only`` limits this, and every later sweep, to one session, ``claims(platform,
+        realm)`` to the sessions this process can tell that their reply was interrupted."""
         # Loading the tokenizer tables takes seconds of CPU: do it on a worker thread now,
         # not on the event loop during the first turn.
         model = self._model
         await asyncio.to_thread(lambda: counter_for_model(model).count("warm up"))
         await self._leases.renew()
         self._only = only
+        self._claims = claims
         return await self.sweep()
 
     async def sweep(self) -> list[Floor]:
@@ -46,7 +51,9 @@ class Recovery:
             if found is None:
                 return []
             session_id = found.id
-        return await self._timeline.recover(self._leases, session_id=session_id)
+        return await self._timeline.recover(
+            self._leases, session_id=session_id, claims=self._claims
+        )
 
     async def keep(self) -> None:
         """Renew the lease and sweep after each renewal until cancelled."""

@@ -31,7 +31,7 @@ from engine.prompt.inputs import AuthorNote
 from engine.timeline.assets import AssetService
 from engine.timeline.history import HistoryService
 from engine.timeline.leases import LEASE_EXPIRY_S, LEASE_HEARTBEAT_S, LeaseKeeper
-from engine.timeline.service import INTERRUPTED, INTERRUPTED_DRAFT, TimelineService
+from engine.timeline.service import INTERRUPTED, INTERRUPTED_DRAFT, Claims, TimelineService
 from engine.timeline.values import MAIN_BRANCH, Floor
 from engine.turns.api import (
     MEMORY_LIST_LIMIT,
@@ -132,10 +132,13 @@ class TavernService:
         )
 
     # ----------------------------------------------------------------- lifecycle
-    async def start(self, *, only: SessionKey | None = None) -> list[Floor]:
+    async def start(
+        self, *, only: SessionKey | None = None, claims: Claims | None = None
+    ) -> list[Floor]:
         """Take this process's lease, then fail the turns dead processes left in progress;
-        ``only`` limits this, and every later :meth:`sweep`, to one session."""
-        return await self.parts.recovery.start(only=only)
+        ``only`` limits this, and every later :meth:`sweep`, to one session, ``claims(platform,
+        realm)`` to the sessions whose chats this process can tell (None: all)."""
+        return await self.parts.recovery.start(only=only, claims=claims)
 
     async def sweep(self) -> list[Floor]:
         """Fail the turns dead processes left in progress (the heartbeat runs this)."""

@@ -1,5 +1,6 @@
 """Interrupted-reply notices (issue 19): recovery's ``floor.failed`` events reach the front end
-of their platform, waiting (bounded) until it registers; a console tells its own session."""
+of their platform, waiting (bounded) until it registers; a console tells its own session; a
+``tavernbot run`` fails only the floors of chats it can tell (its platforms and shards)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,16 @@ from pathlib import Path
 
 import pytest
 
+from adapters.discord.interrupted import SHARD_ID_SHIFT
 from adapters.storage import open_storage
 from bot.app import chat
 from bot.config import load_settings
-from bot.notices import MAX_PENDING_NOTICES, InterruptedNotice, InterruptedNotices
+from bot.notices import MAX_PENDING_NOTICES, InterruptedNotice, InterruptedNotices, run_claims
 from engine.ports import Event
+from engine.timeline.leases import LeaseKeeper
+from engine.timeline.service import TimelineService
 from engine.turns.api import SessionKey
-from tests.test_scale.interrupted_support import generating, generating_ids, lease
+from tests.test_scale.interrupted_support import FixedClock, generating, generating_ids, lease
 
 
 def interrupted(platform: str, floor: int, *, session: str = "s") -> Event:
@@ -158,3 +162,47 @@ async def test_a_console_restarted_after_a_crash_says_its_reply_was_interrupted(
     finally:
         await storage.close()
     assert line in await _chat(path, "other")
+
+
+async def test_a_process_fails_only_the_floors_of_chats_it_can_tell(tmp_path: Path) -> None:
+    storage = await open_storage(f"sqlite+aiosqlite:///{tmp_path / 'c.db'}")
+    try:
+        timeline = TimelineService(storage)
+        for platform in ("telegram", "discord"):
+            await timeline.open_session(platform, "1", "10")
+        await lease(storage, "crashed", renewed_at=datetime.now(UTC) - timedelta(hours=1))
+        on_telegram = await generating(storage, _key("telegram"), "hi", owner="crashed")
+        on_discord = await generating(storage, _key("discord"), "hi", owner="crashed")
+        keeper = LeaseKeeper(storage, clock=FixedClock(datetime.now(UTC)))
+
+        def telegram_only(platform: str, realm: str) -> bool:
+            return platform == "telegram"
+
+        failed = await timeline.recover(keeper, claims=telegram_only)
+        assert [f.id for f in failed] == [on_telegram]
+        assert await generating_ids(storage) == {on_discord}
+        async with storage.read() as uow:  # the floor left to another process keeps its page
+            assert [p.floor_id for p in await uow.pages.in_status("pending")] == [on_discord]
+        assert [f.id for f in await timeline.recover(keeper)] == [on_discord]
+    finally:
+        await storage.close()
+
+
+def _key(platform: str) -> SessionKey:
+    return SessionKey(platform=platform, realm="1", key="10")
+
+
+def test_run_claims_the_platforms_and_shards_it_serves(tmp_path: Path) -> None:
+    path = tmp_path / "t.toml"
+    path.write_text('[telegram]\ntoken = "1:x"\n')
+    claims = run_claims(load_settings(path, environ={}))
+    assert claims("telegram", "5") and claims("elsewhere", "5")
+    assert not claims("discord", "5") and not claims("console", "local")
+    guild = 3 << SHARD_ID_SHIFT  # on shard 3 of 4
+    path.write_text('[discord]\ntoken = "x"\nshard_count = 4\nshard_ids = [2, 3]\n')
+    claims = run_claims(load_settings(path, environ={}))
+    assert claims("discord", str(guild)) and not claims("discord", "dm:7")
+    assert not claims("telegram", "5") and not claims("console", "local")
+    path.write_text("")
+    claims = run_claims(load_settings(path, environ={}))
+    assert claims("console", "local") and not claims("telegram", "5")
