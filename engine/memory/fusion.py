@@ -1,11 +1,14 @@
-"""Hybrid relevance: the BM25 ranking and the embedding ranking fused by reciprocal rank.
+"""Hybrid relevance: the BM25 ranking joined with the embedding ranking.
 
-Reciprocal rank fusion (RRF) scores an item ``sum(1 / (k + rank))`` over the rankings it
-appears in (ranks from 1). It needs no calibration between a BM25 score and a cosine
-similarity, whose scales have nothing in common, and an item ranked well by either signal
-rises. Everything here is pure: the memory service supplies the query's vector and the stored
-unit vectors (:mod:`engine.memory.embedding`), injection calls :meth:`SemanticSignal.fuse` on
-its BM25 relevance when a signal is given.
+By default (:attr:`FusionMode.BOOST`) BM25's relative relevance stays the scale, and the
+embedding ranking's first few units get a bonus by their rank, so a unit whose meaning is
+closest to the message rises even when it shares few or no words with it, while BM25 keeps
+the order of the rest. Rank, not the cosine itself, sets the bonus: a cosine's scale depends
+on the model. The other modes (reciprocal rank fusion and score mixes) were measured on the
+LoCoMo bench and lost to it (bench/README.md, issue 18). Everything here is pure: the memory
+service supplies the query's vector and the stored unit vectors
+(:mod:`engine.memory.embedding`), injection calls :meth:`SemanticSignal.fuse` on its BM25
+relevance when a signal is given.
 """
 
 from __future__ import annotations
@@ -30,21 +33,42 @@ SEMANTIC_ONLY_WEIGHT = 0.01
 BM25 does not match at all (the next ones get less, by their reciprocal rank): below nearly
 every unit BM25 matches (relevance is relative to the best match), above every unit neither
 signal finds, so the block takes what the words find, then what only the meaning finds."""
+BOOST_WEIGHT = 0.3
+"""In :attr:`FusionMode.BOOST`, the bonus of the embedding ranking's first unit, on BM25's
+relative scale (its best match is 1); the next ones get less, by :data:`BOOST_K`."""
+BOOST_K = 0
+"""The rank damping of the boost: the unit ranked ``r`` gets ``(BOOST_K + 1) / (BOOST_K + r)``
+of :data:`BOOST_WEIGHT`."""
+BOOST_TOP_N = 10
+"""Units of the embedding ranking that get a boost: a handful, so the meaning lifts the few
+units closest to the message and leaves BM25's order of the rest alone."""
+CONVEX_ALPHA = 0.5
+"""In :attr:`FusionMode.CONVEX`, the embedding's share of the relevance (BM25 has the rest)."""
 
 
 class FusionMode(StrEnum):
     """How the embedding ranking joins BM25's.
 
-    ``fill`` (the default): units BM25 matches keep their BM25 relevance; units sharing no
-    word with the message are scored from their rank in the embedding ranking (reciprocal
-    rank, at most :data:`SEMANTIC_ONLY_WEIGHT`). ``rrf``: both rankings fused by reciprocal
-    rank for every unit. On the LoCoMo bench (fact path, 500 tokens) ``rrf`` lowered the
-    evidence found from 0.79 to 0.58 with a real small model (all-MiniLM-L6-v2) and to 0.57
-    with the fake one, while ``fill`` never ranks below BM25 alone: hence the default.
+    ``boost`` (the default): BM25 relevance plus, for the embedding ranking's first
+    :data:`BOOST_TOP_N` units, ``BOOST_WEIGHT x (BOOST_K + 1) / (BOOST_K + rank)``, divided by
+    the best. ``fill``: units BM25 matches keep their BM25 relevance; units sharing no word
+    with the message are scored from their rank in the embedding ranking (reciprocal rank, at
+    most :data:`SEMANTIC_ONLY_WEIGHT`). ``rrf``: both rankings fused by reciprocal rank for
+    every unit. ``rrf_scaled``: RRF's order given BM25's own scores. ``convex``:
+    ``(1 - alpha) x BM25 + alpha x cosine`` min-max scaled over the candidates. ``combmnz``:
+    the two normalised scores summed, times how many of them found the unit.
+
+    LoCoMo bench, fact path, 500 tokens, all-MiniLM-L6-v2 (BM25 ranking alone 0.779): boost
+    0.842, fill 0.779, convex 0.65-0.73, rrf_scaled and combmnz 0.654, rrf 0.592; with the
+    fake embedding boost and fill stay at 0.779, every other mode falls.
     """
 
+    BOOST = "boost"
     FILL = "fill"
     RRF = "rrf"
+    CONVEX = "convex"
+    COMBMNZ = "combmnz"
+    RRF_SCALED = "rrf_scaled"
 
 
 Vector = tuple[float, ...]
@@ -103,8 +127,13 @@ class SemanticSignal:
     k: int = RRF_K
     top_k: int = SEMANTIC_TOP_K
     min_cosine: float = MIN_COSINE
-    mode: FusionMode = FusionMode.FILL
+    mode: FusionMode = FusionMode.BOOST
     semantic_only_weight: float = SEMANTIC_ONLY_WEIGHT
+    alpha: float = CONVEX_ALPHA
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.alpha <= 1.0:
+            raise MemoryPolicyError(f"fusion alpha must be in [0, 1], got {self.alpha}")
 
     def similarities(self, ids: Sequence[str] | None = None) -> dict[str, float]:
         """Cosine of each unit (of ``ids``, default all) with the query."""
@@ -118,6 +147,11 @@ class SemanticSignal:
             i: s for i, s in self.similarities(list(relevance)).items() if s > self.min_cosine
         }
         semantic = _ranked(similar)[: self.top_k]
+        if self.mode is FusionMode.BOOST:
+            boosted = dict(relevance)
+            for rank, i in enumerate(semantic[:BOOST_TOP_N], start=1):
+                boosted[i] += BOOST_WEIGHT * (BOOST_K + 1) / (BOOST_K + rank)
+            return _relative(boosted, relevance)
         if self.mode is FusionMode.FILL:
             unmatched = [i for i in semantic if relevance.get(i, 0.0) <= 0]
             extra = rrf([unmatched], k=self.k)
@@ -126,8 +160,50 @@ class SemanticSignal:
                 i: relevance[i] if relevance[i] > 0 else extra.get(i, 0.0) * scale
                 for i in relevance
             }
-        fused = rrf([_ranked(dict(relevance)), semantic], k=self.k)
-        best = max(fused.values(), default=0.0)
-        if best <= 0:
-            return dict.fromkeys(relevance, 0.0)
-        return {i: fused.get(i, 0.0) / best for i in relevance}
+        if self.mode is FusionMode.RRF:
+            fused = rrf([_ranked(dict(relevance)), semantic], k=self.k)
+            return _relative(fused, relevance)
+        if self.mode is FusionMode.RRF_SCALED:
+            return self._rrf_scaled(relevance, semantic)
+        meaning = _min_max(similar, semantic)
+        if self.mode is FusionMode.CONVEX:
+            a = self.alpha
+            return {i: (1 - a) * relevance[i] + a * meaning.get(i, 0.0) for i in relevance}
+        # CombMNZ: the sum of the normalised scores times how many signals found the unit.
+        summed = {
+            i: (relevance[i] + meaning.get(i, 0.0))
+            * ((relevance[i] > 0) + (meaning.get(i, 0.0) > 0))
+            for i in relevance
+        }
+        return _relative(summed, relevance)
+
+    def _rrf_scaled(self, relevance: Mapping[str, float], semantic: list[str]) -> dict[str, float]:
+        """RRF's order with BM25's own scale: the n-th unit of the fused ranking takes the
+        n-th best BM25 relevance, so packing (score per damped token) weighs units as it does
+        BM25's; units past BM25's matches are scored as :attr:`FusionMode.FILL` scores them."""
+        order = _ranked(rrf([_ranked(dict(relevance)), semantic], k=self.k))
+        scale = sorted((v for v in relevance.values() if v > 0), reverse=True)
+        tail = rrf([order[len(scale) :]], k=self.k)
+        weight = self.semantic_only_weight * (self.k + 1)
+        scored = dict(zip(order, scale, strict=False))
+        return {i: scored.get(i, tail.get(i, 0.0) * weight) for i in relevance}
+
+
+def _relative(scores: Mapping[str, float], ids: Mapping[str, float]) -> dict[str, float]:
+    """``scores`` over ``ids`` divided by the best (all 0 when nothing scores)."""
+    best = max(scores.values(), default=0.0)
+    if best <= 0:
+        return dict.fromkeys(ids, 0.0)
+    return {i: scores.get(i, 0.0) / best for i in ids}
+
+
+def _min_max(similar: Mapping[str, float], ranked: Sequence[str]) -> dict[str, float]:
+    """The cosines of the ``ranked`` units min-max scaled over every candidate's (``similar``)
+    into [0, 1]: a cosine's scale depends on the model, its spread within the candidates
+    does not. A unit outside ``ranked`` scores 0; the worst candidate too."""
+    if not ranked:
+        return {}
+    low, high = min(similar.values()), similar[ranked[0]]
+    if high <= low:
+        return dict.fromkeys(ranked, 1.0)
+    return {i: (similar[i] - low) / (high - low) for i in ranked}

@@ -25,6 +25,10 @@ from engine.memory.embedding import (
 )
 from engine.memory.errors import MemoryPolicyError
 from engine.memory.fusion import (
+    BOOST_K,
+    BOOST_TOP_N,
+    BOOST_WEIGHT,
+    CONVEX_ALPHA,
     RRF_K,
     SEMANTIC_ONLY_WEIGHT,
     SEMANTIC_TOP_K,
@@ -104,15 +108,37 @@ def test_fill_keeps_bm25_and_adds_what_only_the_embedding_finds() -> None:
         "bm25#0": (0.0, 1.0),
         "none#0": (-1.0, 0.0),
     }
-    fused = SemanticSignal(query=(1.0, 0.0), units=units).fuse(relevance)
+    fused = SemanticSignal(query=(1.0, 0.0), units=units, mode=FusionMode.FILL).fuse(relevance)
     assert fused["bm25#0"] == 1.0 and fused["other#0"] == 0.5  # BM25's own scores
     assert fused["semantic#0"] == pytest.approx(SEMANTIC_ONLY_WEIGHT)
     assert fused["next#0"] == pytest.approx(SEMANTIC_ONLY_WEIGHT * (RRF_K + 1) / (RRF_K + 2))
     assert fused["none#0"] == 0.0  # a negative cosine is not in the embedding ranking
     # What only the meaning finds goes after what the words find, before what neither does.
     assert 0 < fused["semantic#0"] < min(fused["bm25#0"], fused["other#0"]) / 10
-    nothing = SemanticSignal(query=(1.0, 0.0), units={}).fuse({"a#0": 0.0})
+    nothing = SemanticSignal(query=(1.0, 0.0), units={}, mode=FusionMode.FILL).fuse({"a#0": 0.0})
     assert nothing == {"a#0": 0.0}
+
+
+def test_boost_lifts_the_embeddings_first_few_on_bm25s_scale() -> None:
+    fused = _three_units(FusionMode.BOOST)  # the default mode
+    assert SemanticSignal(query=(1.0,), units={}).mode is FusionMode.BOOST
+    # embedding ranks c, b, a, d: bonuses w, w*3/4, w*3/5, w*3/6 (w = BOOST_WEIGHT, k = 2)
+    raw = {
+        "a#0": 1.0 + BOOST_WEIGHT * (BOOST_K + 1) / (BOOST_K + 3),
+        "b#0": 0.5 + BOOST_WEIGHT * (BOOST_K + 1) / (BOOST_K + 2),
+        "c#0": BOOST_WEIGHT,
+        "d#0": BOOST_WEIGHT * (BOOST_K + 1) / (BOOST_K + 4),
+    }
+    best = raw["a#0"]
+    assert fused == pytest.approx({i: v / best for i, v in raw.items()})
+    # Only the first BOOST_TOP_N units of the embedding ranking get a bonus.
+    ids = [f"u{i}#0" for i in range(BOOST_TOP_N + 3)]
+    units = {uid: normalise((1.0, 0.01 * n)) for n, uid in enumerate(ids)}
+    boosted = SemanticSignal(query=(1.0, 0.0), units=units).fuse(dict.fromkeys(ids, 0.5))
+    assert sum(1 for v in boosted.values() if v > boosted[ids[-1]]) == BOOST_TOP_N
+    assert (
+        boosted[ids[BOOST_TOP_N]] == boosted[ids[-1]] == pytest.approx(0.5 / (0.5 + BOOST_WEIGHT))
+    )
 
 
 def test_rrf_mode_fuses_both_rankings_for_every_unit() -> None:
@@ -128,10 +154,55 @@ def test_rrf_mode_fuses_both_rankings_for_every_unit() -> None:
     assert fused["none#0"] == 0.0
 
 
+def _three_units(mode: FusionMode, alpha: float = CONVEX_ALPHA) -> dict[str, float]:
+    """BM25 finds a and b; the embedding ranks c (cosine 1), b (0.8), a (0.6), d (0.2)."""
+    relevance = {"a#0": 1.0, "b#0": 0.5, "c#0": 0.0, "d#0": 0.0}
+    units = {
+        "c#0": (1.0, 0.0),
+        "b#0": (0.8, 0.6),
+        "a#0": (0.6, 0.8),
+        "d#0": (0.2, 0.96**0.5),
+    }
+    return SemanticSignal(query=(1.0, 0.0), units=units, mode=mode, alpha=alpha).fuse(relevance)
+
+
+def test_convex_mixes_bm25_with_the_min_max_scaled_cosine() -> None:
+    fused = _three_units(FusionMode.CONVEX, alpha=0.4)
+    # cosines min-max scaled over the candidates: c 1, b 0.75, a 0.5, d 0.
+    assert fused["a#0"] == pytest.approx(0.6 * 1.0 + 0.4 * 0.5)
+    assert fused["b#0"] == pytest.approx(0.6 * 0.5 + 0.4 * 0.75)
+    assert fused["c#0"] == pytest.approx(0.4) and fused["d#0"] == 0.0
+    assert _three_units(FusionMode.CONVEX, alpha=0.0)["c#0"] == 0.0  # BM25 alone
+    assert _three_units(FusionMode.CONVEX, alpha=1.0)["c#0"] == 1.0  # the embedding alone
+    for alpha in (-0.1, 1.1):
+        with pytest.raises(MemoryPolicyError):
+            SemanticSignal(query=(1.0,), units={}, alpha=alpha)
+
+
+def test_combmnz_rewards_units_both_signals_find() -> None:
+    fused = _three_units(FusionMode.COMBMNZ)
+    # sums 1.5, 1.25, 1.0 (c, by the embedding alone: counted once); a and b counted twice.
+    assert fused["a#0"] == 1.0
+    assert fused["b#0"] == pytest.approx(2 * 1.25 / 3.0)
+    assert fused["c#0"] == pytest.approx(1.0 / 3.0) and fused["d#0"] == 0.0
+
+
+def test_rrf_scaled_keeps_bm25s_scores_in_the_fused_order() -> None:
+    fused = _three_units(FusionMode.RRF_SCALED)
+    # fused order a (1/61 + 1/63), b (2/62), c (1st of the embedding only), d.
+    assert fused["a#0"] == 1.0 and fused["b#0"] == 0.5  # BM25's own values, in RRF's order
+    relevance = {"a#0": 1.0, "b#0": 0.2}
+    units = {"b#0": (1.0, 0.0), "a#0": (0.0, 1.0)}  # the embedding ranks only b
+    swapped = SemanticSignal(query=(1.0, 0.0), units=units, mode=FusionMode.RRF_SCALED)
+    assert swapped.fuse(relevance) == {"b#0": 1.0, "a#0": 0.2}  # b (2 signals) leads now
+    assert fused["c#0"] == pytest.approx(SEMANTIC_ONLY_WEIGHT)  # past BM25's matches: as fill
+    assert 0 < fused["d#0"] < fused["c#0"]
+
+
 def test_only_the_top_k_of_the_embedding_ranking_take_part() -> None:
     ids = [f"u{i}#0" for i in range(SEMANTIC_TOP_K + 5)]
     units = {uid: normalise((1.0, 0.01 * n)) for n, uid in enumerate(ids)}  # falls with n
-    for mode in FusionMode:
+    for mode in (m for m in FusionMode if m is not FusionMode.BOOST):  # boost: BOOST_TOP_N
         signal = SemanticSignal(query=(1.0, 0.0), units=units, mode=mode)
         fused = signal.fuse(dict.fromkeys(ids, 0.0))
         assert sum(1 for v in fused.values() if v > 0) == SEMANTIC_TOP_K
