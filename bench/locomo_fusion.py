@@ -35,7 +35,7 @@ import engine.memory.embedding as embedding  # noqa: E402
 from bench.locomo_data import Question, load_conversation, sample_questions  # noqa: E402
 from bench.locomo_embeddings import EmbeddingsChoice, fused_blocks  # noqa: E402
 from bench.locomo_scoring import evidence_share, memory_block  # noqa: E402
-from engine.memory.fusion import FusionMode, SemanticSignal  # noqa: E402
+from engine.memory.fusion import CONVEX_ALPHA, FusionMode, SemanticSignal  # noqa: E402
 from engine.memory.injection import MEMORY_BUDGET_TOKENS, RECENT_TURN_WEIGHT  # noqa: E402
 from engine.memory.service import MemoryService  # noqa: E402
 from engine.turns.api import MAIN_BRANCH  # noqa: E402
@@ -92,7 +92,9 @@ def _ranked_as(memory: MemoryService, variant: Variant) -> Iterator[None]:
         settings, injection=replace(settings.injection, recent_turn_weight=variant.recent)
     )
     if variant.mode is not None:
-        ranked = functools.partial(SemanticSignal, mode=variant.mode, alpha=variant.alpha or 0.5)
+        ranked = functools.partial(
+            SemanticSignal, mode=variant.mode, alpha=variant.alpha or CONVEX_ALPHA
+        )
         setattr(embedding, _SIGNAL, ranked)
     try:
         yield
