@@ -9,41 +9,28 @@ The page reaches memory only through :class:`engine.memory.service.MemoryService
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from engine.errors import (
-    ConflictError,
-    FormatError,
-    InvalidTransitionError,
-    LimitExceededError,
-    NotFoundError,
-)
+from engine.errors import ConflictError, NotFoundError
 from engine.memory.decay import decay_factor
+from engine.memory.hand_edits import plan_edit
 from engine.memory.jobs import JobState, JobStatus, JobType, revive
 from engine.memory.lineage import Viewpoint
-from engine.memory.plan import LifecycleChange, MutationPlan
 from engine.memory.records import (
     Lifecycle,
     MemoryRecord,
     MemoryRelation,
-    MemorySource,
-    Provenance,
-    RelationKind,
-    estimate_tokens,
     tier_name,
 )
 from engine.memory.scoping import JobScope, viewpoint_for
 from engine.memory.service import MemoryService
-from engine.memory.units import unit_text
 from engine.timeline.service import TimelineService
 from engine.timeline.values import MAIN_BRANCH, Session
 
 MAX_PAGE_RECORDS: Final = 500
 """Most records one memory page lists (newest first); a search narrows further."""
-MAX_EDIT_CHARS: Final = 4000
-"""Longest text an admin may give a memory on the page."""
 SEARCH_HITS: Final = 50
 """Most hits a search on the page shows."""
 
@@ -226,62 +213,18 @@ async def revive_record(memory: MemoryService, view: Viewpoint, record_id: str) 
 async def edit_record(
     memory: MemoryService, view: Viewpoint, record_id: str, text: str
 ) -> MemoryRecord:
-    """Replace an active memory's text: a new manual record that ``updates`` the old one
-    (which ends at the viewer's floor), so forks made before keep the old value."""
+    """Replace an active memory's text (:func:`engine.memory.hand_edits.plan_edit`): forks made
+    before keep the old value."""
     record = await owned_record(memory, view, record_id)
-    clean = " ".join(text.split()) if "\n" not in text else text.strip()
-    if not clean:
-        raise FormatError("a memory needs some text", field="text")
-    if len(clean) > MAX_EDIT_CHARS:
-        raise LimitExceededError(
-            f"a memory is at most MAX_EDIT_CHARS={MAX_EDIT_CHARS} characters",
-            limit="MAX_EDIT_CHARS",
-            value=MAX_EDIT_CHARS,
-        )
-    if record.lifecycle is not Lifecycle.ACTIVE:
-        raise InvalidTransitionError(
-            f"memory {record_id!r} is {record.lifecycle.value}; only an active one can be edited"
-        )
-    now = memory.clock.now()
-    stored = unit_text(clean)
-    new = replace(
+    new, plan = plan_edit(
         record,
-        id=memory.new_id(),
-        text=stored,
-        provenance=Provenance(source=MemorySource.MANUAL, floor_no=view.floor_no),
-        created_at=now,
-        updated_at=now,
-        created_floor=max(record.created_floor, view.floor_no),
-        last_used_at=None,
-        last_used_floor=None,
-        token_estimate=estimate_tokens(stored),
-        flags=(),
+        text,
+        view=view,
+        new_id=memory.new_id(),
+        now=memory.clock.now(),
+        reason="edited from the web page",
     )
-    plan = MutationPlan(
-        new_records=(new,),
-        changes=(
-            LifecycleChange(
-                record_id=record.id,
-                expected=Lifecycle.ACTIVE,
-                new=Lifecycle.DEPRECATED,
-                at=now,
-                ended_branch=view.branch_id,
-                ended_floor=view.floor_no,
-                reason="edited from the web page",
-            ),
-        ),
-        relations=(
-            MemoryRelation(
-                source_id=new.id,
-                target_id=record.id,
-                kind=RelationKind.UPDATES,
-                created_at=now,
-                floor_no=view.floor_no,
-                note="edited from the web page",
-            ),
-        ),
-    )
-    await memory.repo.apply_plan(plan)
+    await memory.recall.apply(memory.repo, plan)
     return new
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.web.memory_rows import MAX_EDIT_CHARS
+from engine.memory.hand_edits import MAX_EDIT_CHARS
 from engine.memory.jobs import JobStatus, JobType, new_job
 from engine.memory.records import MemoryScope
 from engine.memory.scoping import JobScope
