@@ -217,7 +217,7 @@ class FakeOpenAIServer:
         await site.start()
         server = site._server
         assert server is not None
-        sockets = getattr(server, "sockets", None) or ()
+        sockets: list[Any] = list(getattr(server, "sockets", None) or [])
         self._port = sockets[0].getsockname()[1]
         self._runner = runner
         watchdog = asyncio.get_running_loop().create_task(self._watchdog())
@@ -445,8 +445,8 @@ class FakeOpenAIServer:
             half = len(call.arguments) // 2
             for part in (call.arguments[:half], call.arguments[half:]):
                 if part:
-                    piece = {"index": index, "function": {"arguments": part}}
-                    await send(chunk({"tool_calls": [piece]}))
+                    delta = {"index": index, "function": {"arguments": part}}
+                    await send(chunk({"tool_calls": [delta]}))
         await send(chunk({}, _finish(reply)))
         if include_usage:
             final = chunk({})
