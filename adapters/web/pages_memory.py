@@ -8,6 +8,7 @@ calls ``tavernbot memory`` and ``/forget`` make). ``?branch=`` picks the viewpoi
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from aiohttp import web
@@ -128,30 +129,33 @@ def _back(request: web.Request, entry: SessionEntry, **query: str) -> web.HTTPSe
     return web.HTTPSeeOther(location=str(url))
 
 
+async def _on_record(
+    request: web.Request,
+    act: Callable[[MemoryService, Viewpoint, str], Awaitable[None]],
+    done: str,
+) -> web.Response:
+    """Apply ``act`` to the record named in the path and go back to the page, saying
+    ``done RECORD`` or the engine's one-line refusal."""
+    entry = await entry_of(request)
+    view = await _view(request, entry, _branch(request))
+    record = request.match_info["record"]
+    try:
+        await act(_memory(request), view, record)
+    except EngineError as exc:
+        raise _back(request, entry, error=str(exc)) from None
+    raise _back(request, entry, done=f"{done} {record}")
+
+
 @require_admin
 async def forget_action(request: web.Request) -> web.Response:
     """Forget one record of the session (on every branch)."""
-    entry = await entry_of(request)
-    memory = _memory(request)
-    view = await _view(request, entry, _branch(request))
-    try:
-        await forget_record(memory, view, request.match_info["record"])
-    except EngineError as exc:
-        raise _back(request, entry, error=str(exc)) from None
-    raise _back(request, entry, done=f"forgot {request.match_info['record']}")
+    return await _on_record(request, forget_record, "forgot")
 
 
 @require_admin
 async def revive_record_action(request: web.Request) -> web.Response:
     """Bring a forgotten record of the session back to active."""
-    entry = await entry_of(request)
-    memory = _memory(request)
-    view = await _view(request, entry, _branch(request))
-    try:
-        await revive_record(memory, view, request.match_info["record"])
-    except EngineError as exc:
-        raise _back(request, entry, error=str(exc)) from None
-    raise _back(request, entry, done=f"revived {request.match_info['record']}")
+    return await _on_record(request, revive_record, "revived")
 
 
 @require_admin

@@ -15,10 +15,10 @@ from engine.memory.hand_edits import MAX_EDIT_CHARS
 from engine.memory.jobs import JobStatus, JobType, new_job
 from engine.memory.records import MemoryScope
 from engine.memory.scoping import JobScope
+from tests.test_web.memory_api import TIMEOUT, auth, memory_records, post_form
 from tests.test_web.played import PlayedServer
 
 pytestmark = pytest.mark.timeout(120)
-TIMEOUT = aiohttp.ClientTimeout(total=30)
 
 
 @pytest.fixture
@@ -27,24 +27,8 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-def _auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
 async def _records(http: aiohttp.ClientSession, played: PlayedServer, q: str = "") -> Any:
-    url = f"{played.url}/api/sessions/{played.session_id}/memory"
-    async with http.get(url, params={"q": q}, headers=_auth(played.token)) as response:
-        assert response.status == 200, await response.text()
-        return {r["id"]: r for r in (await response.json())["records"]}
-
-
-async def _post(
-    http: aiohttp.ClientSession, played: PlayedServer, path: str, token: str, **form: str
-) -> aiohttp.ClientResponse:
-    url = f"{played.url}/sessions/{played.session_id}{path}"
-    async with http.post(url, data=form, headers=_auth(token), allow_redirects=False) as response:
-        await response.read()
-        return response
+    return await memory_records(http, played, q=q)
 
 
 async def test_records_show_tier_decay_coverage_and_the_lineage_of_a_compaction(
@@ -69,7 +53,7 @@ async def test_the_page_renders_records_lineage_and_jobs(
     http: aiohttp.ClientSession, played: PlayedServer
 ) -> None:
     url = f"{played.url}/sessions/{played.session_id}/memory"
-    async with http.get(url, headers=_auth(played.token)) as response:
+    async with http.get(url, headers=auth(played.token)) as response:
         html = await response.text()
     assert response.status == 200
     assert 'data-relation="compacts"' in html and "Memory jobs" in html
@@ -83,14 +67,14 @@ async def test_refused_writes_change_nothing(
     target = next(r["id"] for r in before.values() if r["lifecycle"] == "active")
     reader = played.issue("read", "console:local")
     stranger = played.issue("admin", "console:elsewhere")
-    refused = await _post(http, played, f"/memory/{target}/forget", reader)
+    refused = await post_form(http, played, f"/memory/{target}/forget", reader)
     assert refused.status == 403
-    refused = await _post(http, played, f"/memory/{target}/edit", reader, text="changed")
+    refused = await post_form(http, played, f"/memory/{target}/edit", reader, text="changed")
     assert refused.status == 403
-    hidden = await _post(http, played, f"/memory/{target}/forget", stranger)
+    hidden = await post_form(http, played, f"/memory/{target}/forget", stranger)
     assert hidden.status == 404
     url = f"{played.url}/api/sessions/{played.session_id}/memory"
-    async with http.get(url, headers=_auth(stranger)) as response:
+    async with http.get(url, headers=auth(stranger)) as response:
         assert response.status == 404
     async with http.post(
         f"{played.url}/sessions/{played.session_id}/memory/{target}/forget", allow_redirects=False
@@ -105,13 +89,15 @@ async def test_admin_edits_and_forgets_a_record(
     before = await _records(http, played)
     old = next(r for r in before.values() if r["tier"] == "micro" and r["lifecycle"] == "active")
     too_long = "x" * (MAX_EDIT_CHARS + 1)
-    refused = await _post(http, played, f"/memory/{old['id']}/edit", played.token, text=too_long)
+    refused = await post_form(
+        http, played, f"/memory/{old['id']}/edit", played.token, text=too_long
+    )
     assert refused.status == 303 and "MAX_EDIT_CHARS" in refused.headers["Location"]
-    empty = await _post(http, played, f"/memory/{old['id']}/edit", played.token, text="  ")
+    empty = await post_form(http, played, f"/memory/{old['id']}/edit", played.token, text="  ")
     assert empty.status == 303 and "error=" in empty.headers["Location"]
     assert await _records(http, played) == before
 
-    done = await _post(
+    done = await post_form(
         http, played, f"/memory/{old['id']}/edit", played.token, text="Scene revised by hand."
     )
     assert done.status == 303 and "done=" in done.headers["Location"]
@@ -121,10 +107,10 @@ async def test_admin_edits_and_forgets_a_record(
     assert new["lifecycle"] == "active" and new["tier"] == "micro"
     assert {"kind": "updates", "direction": "out", "other": old["id"]} in new["lineage"]
 
-    done = await _post(http, played, f"/memory/{new['id']}/forget", played.token)
+    done = await post_form(http, played, f"/memory/{new['id']}/forget", played.token)
     assert done.status == 303
     assert (await _records(http, played))[new["id"]]["lifecycle"] == "deprecated"
-    missing = await _post(http, played, "/memory/no-such-record/forget", played.token)
+    missing = await post_form(http, played, "/memory/no-such-record/forget", played.token)
     assert missing.status == 303 and "no+memory" in missing.headers["Location"]
 
 
@@ -149,21 +135,21 @@ async def test_admin_revives_a_dead_job_of_the_realm(
     assert played.call(memory.repo.save_job(state, expected_revision=None))
     state = played.call(memory.repo.load_job(JobType.COMPACT, scope.key))
     url = f"{played.url}/sessions/{played.session_id}/memory"
-    async with http.get(url, headers=_auth(played.token)) as response:
+    async with http.get(url, headers=auth(played.token)) as response:
         html = await response.text()
     assert "dead_letter" in html and "the model was down" in html and "Revive" in html
 
     reader = played.issue("read", None)
-    refused = await _post(http, played, "/memory-jobs/revive", reader, job=state.key)
+    refused = await post_form(http, played, "/memory-jobs/revive", reader, job=state.key)
     assert refused.status == 403
     loaded = played.call(memory.repo.load_job(state.job_type, state.scope_key))
     assert loaded.status is JobStatus.DEAD_LETTER
 
-    done = await _post(http, played, "/memory-jobs/revive", played.token, job=state.key)
+    done = await post_form(http, played, "/memory-jobs/revive", played.token, job=state.key)
     assert done.status == 303 and "revived" in done.headers["Location"]
     loaded = played.call(memory.repo.load_job(state.job_type, state.scope_key))
     assert loaded.status is not JobStatus.DEAD_LETTER
-    unknown = await _post(http, played, "/memory-jobs/revive", played.token, job="nope:x")
+    unknown = await post_form(http, played, "/memory-jobs/revive", played.token, job="nope:x")
     assert unknown.status == 303 and "error=" in unknown.headers["Location"]
 
 
@@ -178,6 +164,6 @@ async def test_the_listing_search_and_query_are_bounded(
     assert len(await _records(http, played, q="lighthouse night")) == 1
     monkeypatch.setattr(pages_memory, "MAX_QUERY_CHARS", 5)
     url = f"{played.url}/sessions/{played.session_id}/memory"
-    async with http.get(url, params={"q": "lighthouse"}, headers=_auth(played.token)) as r:
+    async with http.get(url, params={"q": "lighthouse"}, headers=auth(played.token)) as r:
         html = await r.text()
     assert 'value="light"' in html and "lighthouse</" not in html.split("Records matching")[1][:40]

@@ -13,10 +13,10 @@ import pytest
 
 from engine.errors import InvalidTransitionError, NotFoundError
 from engine.memory.lineage import Viewpoint
+from tests.test_web.memory_api import TIMEOUT, auth, memory_records, post_form
 from tests.test_web.played import PlayedServer
 
 pytestmark = pytest.mark.timeout(120)
-TIMEOUT = aiohttp.ClientTimeout(total=30)
 
 
 @pytest.fixture
@@ -25,24 +25,8 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-def _auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
 async def _records(http: aiohttp.ClientSession, played: PlayedServer, state: str = "") -> Any:
-    url = f"{played.url}/api/sessions/{played.session_id}/memory"
-    async with http.get(url, params={"state": state}, headers=_auth(played.token)) as response:
-        assert response.status == 200, await response.text()
-        return {r["id"]: r for r in (await response.json())["records"]}
-
-
-async def _post(
-    http: aiohttp.ClientSession, played: PlayedServer, path: str, token: str, **form: str
-) -> aiohttp.ClientResponse:
-    url = f"{played.url}/sessions/{played.session_id}{path}"
-    async with http.post(url, data=form, headers=_auth(token), allow_redirects=False) as response:
-        await response.read()
-        return response
+    return await memory_records(http, played, state=state)
 
 
 async def test_a_forgotten_record_is_listed_and_revived(
@@ -53,32 +37,32 @@ async def test_a_forgotten_record_is_listed_and_revived(
     target = next(iter(active))
     assert target not in await _records(http, played, "forgotten")
 
-    done = await _post(http, played, f"/memory/{target}/forget", played.token)
+    done = await post_form(http, played, f"/memory/{target}/forget", played.token)
     assert done.status == 303
     forgotten = await _records(http, played, "forgotten")
     assert forgotten[target]["lifecycle"] == "deprecated"
     assert all(r["lifecycle"] == "deprecated" for r in forgotten.values())
     page = f"{played.url}/sessions/{played.session_id}/memory"
-    async with http.get(page, params={"state": "forgotten"}, headers=_auth(played.token)) as r:
+    async with http.get(page, params={"state": "forgotten"}, headers=auth(played.token)) as r:
         html = await r.text()
     assert f"/memory/{target}/revive" in html and ">Revive</button>" in html
 
     # Refused: a read-only token, another realm's admin, no token; nothing changes.
     reader = played.issue("read", "console:local")
     stranger = played.issue("admin", "console:elsewhere")
-    assert (await _post(http, played, f"/memory/{target}/revive", reader)).status == 403
-    assert (await _post(http, played, f"/memory/{target}/revive", stranger)).status == 404
+    assert (await post_form(http, played, f"/memory/{target}/revive", reader)).status == 403
+    assert (await post_form(http, played, f"/memory/{target}/revive", stranger)).status == 404
     async with http.post(f"{page}/{target}/revive", allow_redirects=False) as response:
         assert response.status == 401
     assert (await _records(http, played, "forgotten"))[target]["lifecycle"] == "deprecated"
 
-    done = await _post(http, played, f"/memory/{target}/revive", played.token)
+    done = await post_form(http, played, f"/memory/{target}/revive", played.token)
     assert done.status == 303 and "revived" in done.headers["Location"]
     after = await _records(http, played)
     assert after[target]["lifecycle"] == "active"
     assert target not in await _records(http, played, "forgotten")
     # An active record cannot be revived (one line, nothing changes).
-    again = await _post(http, played, f"/memory/{target}/revive", played.token)
+    again = await post_form(http, played, f"/memory/{target}/revive", played.token)
     assert again.status == 303 and "only+a+forgotten+one" in again.headers["Location"]
     assert await _records(http, played) == after
 
@@ -88,9 +72,9 @@ async def test_a_record_an_edit_replaced_is_not_revived(
 ) -> None:
     before = await _records(http, played, "active")
     old = next(r for r in before.values() if r["tier"] == "micro")
-    done = await _post(http, played, f"/memory/{old['id']}/edit", played.token, text="Redone.")
+    done = await post_form(http, played, f"/memory/{old['id']}/edit", played.token, text="Redone.")
     assert done.status == 303 and "done=" in done.headers["Location"]
-    refused = await _post(http, played, f"/memory/{old['id']}/revive", played.token)
+    refused = await post_form(http, played, f"/memory/{old['id']}/revive", played.token)
     assert refused.status == 303 and "was+replaced+by" in refused.headers["Location"]
     assert (await _records(http, played, "forgotten"))[old["id"]]["lifecycle"] == "deprecated"
 
