@@ -21,7 +21,7 @@ import asyncio
 import functools
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -103,14 +103,26 @@ def _ranked_as(memory: MemoryService, variant: Variant) -> Iterator[None]:
         setattr(embedding, _SIGNAL, signal)
 
 
-@dataclass
-class Sweep:
-    """Blocks per variant of the path being played."""
+async def blocks_of_variant(
+    service: TavernService,
+    memory: MemoryService,
+    mode: FusionMode | None,
+    *,
+    questions: Sequence[Question],
+    **kwargs: Any,
+) -> list[str]:
+    """The memory block of each question under the ranking in force: BM25 alone (``mode`` None:
+    a plain dry run) or fused (the bench's own embedded dry runs)."""
+    if mode is not None:
+        return list(await fused_blocks(service, memory, questions=questions, **kwargs))
+    blocks = []
+    for q in questions:
+        prompt = await service.dry_run(kwargs["key"], MAIN_BRANCH, q.text)
+        blocks.append(memory_block(prompt["messages"]))
+    return blocks
 
-    blocks: dict[str, list[str]]
 
-
-def _sweeping(sweep: Sweep) -> Any:
+def _sweeping(blocks_of: dict[str, list[str]]) -> Any:
     """A stand-in for the bench's ``fused_blocks`` that reads the blocks of every variant."""
 
     async def run(
@@ -123,28 +135,41 @@ def _sweeping(sweep: Sweep) -> Any:
         embedded = await fused_blocks(service, memory, questions=questions, **kwargs)
         for variant in variants():
             with _ranked_as(memory, variant):
-                if variant.mode is None:
-                    blocks = []
-                    for q in questions:
-                        prompt = await service.dry_run(kwargs["key"], MAIN_BRANCH, q.text)
-                        blocks.append(memory_block(prompt["messages"]))
-                else:
-                    blocks = await fused_blocks(service, memory, questions=questions, **kwargs)
-            sweep.blocks[variant.label] = blocks
+                blocks_of[variant.label] = await blocks_of_variant(
+                    service, memory, variant.mode, questions=questions, **kwargs
+                )
         return embedded
 
     return run
 
 
-async def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+def sweep_arguments(description: str, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The options every LoCoMo sweep takes."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--questions", type=int, default=locomo.DEFAULT_QUESTIONS)
     parser.add_argument("--seed", type=int, default=locomo.DEFAULT_SEED)
     parser.add_argument("--budget", type=int, default=MEMORY_BUDGET_TOKENS)
     parser.add_argument("--paths", nargs="+", default=list(locomo.PATHS))
     parser.add_argument("--embeddings-url", default=None)
     parser.add_argument("--embeddings-model", default=None)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """A sweep's outcome: the evidence share per variant label and path, and plain BM25's."""
+
+    questions: list[Question]
+    choice: EmbeddingsChoice
+    table: dict[str, dict[str, float]]
+    bm25: dict[str, float]
+
+
+async def run_sweep(
+    args: argparse.Namespace, sweeping: Callable[[dict[str, list[str]]], Any]
+) -> SweepRun:
+    """Play each path once with ``sweeping(blocks_of)`` standing in for the bench's dry runs,
+    then score every variant's blocks against the questions' evidence."""
     conversation = load_conversation()
     questions = sample_questions(conversation, args.questions, args.seed)
     model = args.embeddings_model or FAKE_EMBEDDING_MODEL
@@ -153,8 +178,8 @@ async def main(argv: Sequence[str] | None = None) -> int:
     bm25: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for path in args.paths:
-            sweep = Sweep(blocks={})
-            locomo.fused_blocks = _sweeping(sweep)  # type: ignore[attr-defined]
+            blocks_of: dict[str, list[str]] = {}
+            locomo.fused_blocks = sweeping(blocks_of)  # type: ignore[attr-defined]
             result = await locomo.run_path(
                 conversation,
                 questions,
@@ -164,17 +189,23 @@ async def main(argv: Sequence[str] | None = None) -> int:
                 embeddings=choice,
             )
             bm25[path] = result.mean("bm25")
-            for label, blocks in sweep.blocks.items():
+            for label, blocks in blocks_of.items():
                 shares = [
                     evidence_share(conversation.evidence(q), b)
                     for q, b in zip(questions, blocks, strict=True)
                 ]
                 table.setdefault(label, {})[path] = sum(shares) / len(shares)
-    print(f"embeddings: {choice.label}; seed {args.seed}, {len(questions)} questions")
+    return SweepRun(questions=questions, choice=choice, table=table, bm25=bm25)
+
+
+async def main(argv: Sequence[str] | None = None) -> int:
+    args = sweep_arguments(__doc__.split("\n", 1)[0], argv)
+    run = await run_sweep(args, _sweeping)
+    print(f"embeddings: {run.choice.label}; seed {args.seed}, {len(run.questions)} questions")
     print("| variant | " + " | ".join(args.paths) + " |")
     print("|---|" + "---:|" * len(args.paths))
-    print("| plain BM25 | " + " | ".join(f"{bm25[p]:.3f}" for p in args.paths) + " |")
-    for label, row in table.items():
+    print("| plain BM25 | " + " | ".join(f"{run.bm25[p]:.3f}" for p in args.paths) + " |")
+    for label, row in run.table.items():
         print(f"| {label} | " + " | ".join(f"{row[p]:.3f}" for p in args.paths) + " |")
     return 0
 

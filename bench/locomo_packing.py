@@ -18,11 +18,9 @@ Run from the repository root: ``python bench/locomo_packing.py [--paths fact tag
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import math
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,15 +30,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import bench.memory_locomo as locomo  # noqa: E402
 import engine.memory.injection as injection  # noqa: E402
-from bench.locomo_data import Question, load_conversation, sample_questions  # noqa: E402
-from bench.locomo_embeddings import EmbeddingsChoice, fused_blocks  # noqa: E402
-from bench.locomo_fusion import Variant, _ranked_as  # noqa: E402
-from bench.locomo_scoring import evidence_share, memory_block  # noqa: E402
+from bench.locomo_data import Question  # noqa: E402
+from bench.locomo_embeddings import fused_blocks  # noqa: E402
+from bench.locomo_fusion import (  # noqa: E402
+    Variant,
+    _ranked_as,
+    blocks_of_variant,
+    run_sweep,
+    sweep_arguments,
+)
 from engine.memory.fusion import FusionMode  # noqa: E402
 from engine.memory.injection import (  # noqa: E402
-    MEMORY_BUDGET_TOKENS,
     PACK_TOKEN_EXPONENT,
     RECENT_TURN_WEIGHT,
     InjectionPolicy,
@@ -48,9 +49,7 @@ from engine.memory.injection import (  # noqa: E402
     TokenCounter,
 )
 from engine.memory.service import MemoryService  # noqa: E402
-from engine.turns.api import MAIN_BRANCH  # noqa: E402
 from engine.turns.service import TavernService  # noqa: E402
-from tests.fakes.fake_embeddings import FAKE_EMBEDDING_MODEL  # noqa: E402
 
 EXPONENTS = (PACK_TOKEN_EXPONENT, 0.5, 0.25)
 BAND_WIDTHS = (0.05, 0.1, 0.2, 0.3)
@@ -160,65 +159,30 @@ def _sweeping(blocks_of: dict[str, list[str]]) -> Any:
         for packing in packings():
             for ranking in RANKINGS:
                 with _packed_as(packing), _ranked_as(memory, ranking):
-                    if ranking.mode is None:
-                        blocks = []
-                        for q in questions:
-                            prompt = await service.dry_run(kwargs["key"], MAIN_BRANCH, q.text)
-                            blocks.append(memory_block(prompt["messages"]))
-                    else:
-                        blocks = await fused_blocks(service, memory, questions=questions, **kwargs)
-                name = "bm25" if ranking.mode is None else "boost"
-                blocks_of[f"{packing.label}|{name}"] = blocks
+                    name = "bm25" if ranking.mode is None else "boost"
+                    blocks_of[f"{packing.label}|{name}"] = await blocks_of_variant(
+                        service, memory, ranking.mode, questions=questions, **kwargs
+                    )
         return embedded
 
     return run
 
 
 async def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--questions", type=int, default=locomo.DEFAULT_QUESTIONS)
-    parser.add_argument("--seed", type=int, default=locomo.DEFAULT_SEED)
-    parser.add_argument("--budget", type=int, default=MEMORY_BUDGET_TOKENS)
-    parser.add_argument("--paths", nargs="+", default=list(locomo.PATHS))
-    parser.add_argument("--embeddings-url", default=None)
-    parser.add_argument("--embeddings-model", default=None)
-    args = parser.parse_args(argv)
-    conversation = load_conversation()
-    questions = sample_questions(conversation, args.questions, args.seed)
-    choice = EmbeddingsChoice(
-        url=args.embeddings_url, model=args.embeddings_model or FAKE_EMBEDDING_MODEL
-    )
-    table: dict[str, dict[str, float]] = {}
-    bm25: dict[str, float] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for path in args.paths:
-            blocks_of: dict[str, list[str]] = {}
-            locomo.fused_blocks = _sweeping(blocks_of)  # type: ignore[attr-defined]
-            result = await locomo.run_path(
-                conversation,
-                questions,
-                path=path,
-                budget=args.budget,
-                workdir=Path(tmp),
-                embeddings=choice,
-            )
-            bm25[path] = result.mean("bm25")
-            for label, blocks in blocks_of.items():
-                shares = [
-                    evidence_share(conversation.evidence(q), b)
-                    for q, b in zip(questions, blocks, strict=True)
-                ]
-                table.setdefault(label, {})[path] = sum(shares) / len(shares)
+    args = sweep_arguments(__doc__.split("\n", 1)[0], argv)
+    run = await run_sweep(args, _sweeping)
     columns = [f"{p}, {r}" for p in args.paths for r in ("bm25", "boost")]
-    print(f"embeddings: {choice.label}; seed {args.seed}, {len(questions)} questions")
+    print(f"embeddings: {run.choice.label}; seed {args.seed}, {len(run.questions)} questions")
     print("| packing | " + " | ".join(columns) + " |")
     print("|---|" + "---:|" * len(columns))
     print(
-        "| plain BM25 | " + " | ".join(f"{bm25[p]:.3f}" for p in args.paths for _ in "xy") + " |"
+        "| plain BM25 | "
+        + " | ".join(f"{run.bm25[p]:.3f}" for p in args.paths for _ in "xy")
+        + " |"
     )
     for packing in packings():
         cells = [
-            f"{table[f'{packing.label}|{r}'][p]:.3f}"
+            f"{run.table[f'{packing.label}|{r}'][p]:.3f}"
             for p in args.paths
             for r in ("bm25", "boost")
         ]
