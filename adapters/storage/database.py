@@ -24,16 +24,19 @@ sees it.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DisconnectionError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from adapters.storage.sqlite_inline import InlineSQLiteDBAPI
 from adapters.storage.text_edge import storable_json, storable_parameters
+from engine.errors import ConflictError
 
 SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
 """How long a SQLite writer waits for the lock before giving up."""
@@ -141,3 +144,26 @@ def _setup_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
         # A reading unit of work starts a deferred transaction: a WAL snapshot, no lock.
         read_only = connection.get_execution_options().get(READ_ONLY_OPTION, False)
         connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+
+LOCK_WORDS: Final = ("database is locked", "deadlock detected", "could not serialize")
+"""What the drivers say when another transaction won: SQLite's lock timeout, PostgreSQL's
+deadlock or serialisation failure. Each means "try again", not a fault."""
+
+
+def lost_to_another(exc: DBAPIError) -> bool:
+    """Whether ``exc`` says another transaction won (see :data:`LOCK_WORDS`)."""
+    return any(word in str(exc.orig).lower() for word in LOCK_WORDS)
+
+
+@asynccontextmanager
+async def begin_or_busy(engine: AsyncEngine, what: str) -> AsyncIterator[AsyncConnection]:
+    """A transaction on ``engine``; losing to another one is a ConflictError naming ``what``
+    ("memory storage is busy, try again: ...")."""
+    try:
+        async with engine.begin() as conn:
+            yield conn
+    except OperationalError as exc:
+        if lost_to_another(exc):
+            raise ConflictError(f"{what} is busy, try again: {exc.orig}") from exc
+        raise

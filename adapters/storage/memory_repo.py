@@ -10,8 +10,8 @@ compare-and-set on ``memory_job.revision`` (an insert for a job that must not ex
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,9 +26,10 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Row
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from adapters.storage.database import begin_or_busy
 from adapters.storage.memory_models import STORY_DATE_LENGTH, MemoryRevisionRow
 from adapters.storage.tables import JOB, RECORD, RELATION
 from engine.errors import ConflictError
@@ -51,8 +52,6 @@ _REVISION = MemoryRevisionRow.__table__
 
 IN_CHUNK = 500
 """Ids per ``IN (...)`` list: well under SQLite's and asyncpg's bound-parameter limits."""
-
-_LOCK_WORDS = ("database is locked", "deadlock detected", "could not serialize")
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -223,15 +222,8 @@ class SqlMemoryRepository:
             RECORD.c.id.collate("C") if engine.dialect.name == "postgresql" else RECORD.c.id
         )
 
-    @asynccontextmanager
-    async def _begin(self) -> AsyncIterator[AsyncConnection]:
-        try:
-            async with self._engine.begin() as conn:
-                yield conn
-        except OperationalError as exc:
-            if any(word in str(exc.orig).lower() for word in _LOCK_WORDS):
-                raise ConflictError(f"memory storage is busy, try again: {exc.orig}") from exc
-            raise
+    def _begin(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        return begin_or_busy(self._engine, "memory storage")
 
     # ------------------------------------------------------------------ records
 

@@ -24,7 +24,11 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from adapters.storage.asset_repo import SqlAssets
-from adapters.storage.database import READ_ONLY_OPTION, SQLITE_BUSY_TIMEOUT_MS
+from adapters.storage.database import (
+    READ_ONLY_OPTION,
+    SQLITE_BUSY_TIMEOUT_MS,
+    lost_to_another,
+)
 from adapters.storage.itemization_repo import SqlItemizations
 from adapters.storage.lease_repo import SqlLeases
 from adapters.storage.timeline_repos import (
@@ -40,7 +44,6 @@ from adapters.storage.variable_repos import SqlVariables
 from engine.errors import ConflictError, StorageError
 from engine.incidents import internal_error, new_error_id
 
-_LOCK_WORDS = ("database is locked", "deadlock detected", "could not serialize")
 STORAGE_FAILED: Final = "storage failed"
 """What a caller is told of an unexpected storage error (before its error id)."""
 
@@ -136,7 +139,7 @@ class SqlStorage:
         except DBAPIError as exc:
             # SQLite reports a lock timeout, PostgreSQL a deadlock or serialisation failure;
             # all mean "someone else won, try again".
-            if any(word in str(exc.orig).lower() for word in _LOCK_WORDS):
+            if lost_to_another(exc):
                 raise ConflictError(f"storage is busy, try again: {exc.orig}") from exc
             # Anything else quotes the SQL and its parameters (a user's text): the log gets
             # them under an error id, the caller a StorageError that says only that id.

@@ -8,20 +8,18 @@ SQLite and PostgreSQL.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 
 from sqlalchemy import and_, delete, insert, or_, select
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from adapters.storage.database import begin_or_busy
 from adapters.storage.memory_repo import IN_CHUNK
 from adapters.storage.tables import RECORD, UNIT_VECTOR
-from engine.errors import ConflictError
 from engine.memory.ports import UnitVector
 
-_LOCK_WORDS = ("database is locked", "deadlock detected", "could not serialize")
 UNITS_PER_DELETE = 200
 """(record, unit) pairs per ``DELETE`` when replacing vectors (each pair is two parameters)."""
 
@@ -37,15 +35,8 @@ class SqlVectorStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
 
-    @asynccontextmanager
-    async def _begin(self) -> AsyncIterator[AsyncConnection]:
-        try:
-            async with self._engine.begin() as conn:
-                yield conn
-        except OperationalError as exc:
-            if any(word in str(exc.orig).lower() for word in _LOCK_WORDS):
-                raise ConflictError(f"vector storage is busy, try again: {exc.orig}") from exc
-            raise
+    def _begin(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        return begin_or_busy(self._engine, "vector storage")
 
     async def stored(self, record_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         """Unit id -> (model, text hash) of the stored vectors of these records."""
