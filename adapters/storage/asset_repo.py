@@ -11,6 +11,7 @@ from sqlalchemy import and_, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from adapters.storage import convert
+from adapters.storage.direct import DirectRunner
 from adapters.storage.models import utcnow
 from adapters.storage.tables import ASSET
 from adapters.storage.turn_statements import ASSET_BY_NAME, assets_named
@@ -20,8 +21,9 @@ from engine.timeline.values import Asset, AssetKind
 class SqlAssets:
     """Assets."""
 
-    def __init__(self, db: AsyncConnection) -> None:
+    def __init__(self, db: AsyncConnection, direct: DirectRunner | None = None) -> None:
         self._db = db
+        self._run = direct if direct is not None else DirectRunner(db)
 
     async def put(
         self, *, realm_id: int, kind: AssetKind, name: str, data: Mapping[str, Any]
@@ -49,7 +51,7 @@ class SqlAssets:
 
     async def get(self, realm_id: int, kind: AssetKind, name: str) -> Asset | None:
         params = {"realm_id": realm_id, "kind": kind, "name": name}
-        row = (await self._db.execute(ASSET_BY_NAME, params)).first()
+        row = (await self._run.execute(ASSET_BY_NAME, params)).first()
         return None if row is None else convert.asset(row)
 
     async def get_many(
@@ -62,7 +64,7 @@ class SqlAssets:
         for n, (kind, name) in enumerate(pairs):
             params.update({f"k{n}": kind, f"n{n}": name})
         stmt = assets_named(len(pairs))
-        return [convert.asset(row) for row in await self._db.execute(stmt, params)]
+        return [convert.asset(row) for row in await self._run.execute(stmt, params)]
 
     async def list(self, realm_id: int, kind: AssetKind | None = None) -> builtins.list[Asset]:
         stmt = select(ASSET).where(ASSET.c.realm_id == realm_id)

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
-    RowMapping,
     and_,
     delete,
     func,
@@ -24,21 +23,24 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from adapters.storage import convert
+from adapters.storage.direct import DirectRunner
 from adapters.storage.models import (
     utcnow,
 )
 from adapters.storage.tables import BRANCH, FLOOR, LINK, MESSAGE, PAGE, REALM, SESSION
 from adapters.storage.turn_statements import (
+    BRANCH_FOR_UPDATE,
     INSERT_FLOOR,
     INSERT_MESSAGES,
     INSERT_PAGE,
     LATEST_FOR_OPEN,
-    MESSAGE_WINDOW,
     NEWEST_SEQ,
     SESSION_BY_ID,
     SESSION_WITH_BRANCHES,
     floor_compare_and_set,
+    message_window,
     page_compare_and_set,
+    window_bucket,
     window_statement,
 )
 from engine.errors import NotFoundError
@@ -66,8 +68,10 @@ def _gone(what: str) -> NotFoundError:
 
 
 class _Repo:
-    def __init__(self, db: AsyncConnection) -> None:
+    def __init__(self, db: AsyncConnection, direct: DirectRunner | None = None) -> None:
         self._db = db
+        # The turn's prebuilt statements run below SQLAlchemy's execution layer.
+        self._run = direct if direct is not None else DirectRunner(db)
 
 
 class SqlRealms(_Repo):
@@ -93,7 +97,7 @@ class SqlSessions(_Repo):
     """Sessions."""
 
     async def get(self, session_id: int) -> Session:
-        row = (await self._db.execute(SESSION_BY_ID, {"session_id": session_id})).first()
+        row = (await self._run.execute(SESSION_BY_ID, {"session_id": session_id})).first()
         if row is None:
             raise _gone("session")
         return convert.session(row)
@@ -121,7 +125,7 @@ class SqlSessions(_Repo):
 
     async def get_with_branches(self, session_id: int) -> tuple[Session, builtins.list[Branch]]:
         params = {"session_id": session_id}
-        rows = [row._mapping for row in await self._db.execute(SESSION_WITH_BRANCHES, params)]
+        rows = [row._asdict() for row in await self._run.execute(SESSION_WITH_BRANCHES, params)]
         if not rows:
             raise _gone("session")
         session = convert.session(_Sub(rows[0], "s_"))
@@ -176,8 +180,7 @@ class SqlBranches(_Repo):
         # SQLite's BEGIN IMMEDIATE already holds the database's one write lock.
         if self._db.dialect.name == "sqlite":
             return
-        stmt = select(BRANCH.c.id).where(BRANCH.c.id == branch_id).with_for_update()
-        if (await self._db.execute(stmt)).first() is None:
+        if (await self._run.execute(BRANCH_FOR_UPDATE, {"branch_id": branch_id})).first() is None:
             raise _gone("branch")
 
 
@@ -271,9 +274,9 @@ class SqlFloors(_Repo):
         return [convert.floor(row) for row in await self._db.execute(stmt)]
 
     async def latest_for_open(self, branch_id: int) -> LatestFloor:
-        row = (await self._db.execute(LATEST_FOR_OPEN, {"branch_id": branch_id})).first()
+        row = (await self._run.execute(LATEST_FOR_OPEN, {"branch_id": branch_id})).first()
         if row is None:  # no floor, or only failed ones: their newest still counts
-            newest = (await self._db.execute(NEWEST_SEQ, {"branch_id": branch_id})).scalar()
+            newest = (await self._run.execute(NEWEST_SEQ, {"branch_id": branch_id})).scalar()
             return LatestFloor(
                 floor=None,
                 pending=False,
@@ -308,12 +311,12 @@ class SqlFloors(_Repo):
             "speaker": speaker,
             "seed": seed,
         }
-        floor = convert.floor((await self._db.execute(INSERT_FLOOR, floor_values)).one())
+        floor = convert.floor((await self._run.execute(INSERT_FLOOR, floor_values)).one())
         page_values = {"floor_id": floor.id, "number": 1, "status": "pending", "meta": {}}
         page_values["owner"] = owner
-        page = convert.page((await self._db.execute(INSERT_PAGE, page_values)).one())
+        page = convert.page((await self._run.execute(INSERT_PAGE, page_values)).one())
         if inputs:
-            await self._db.execute(INSERT_MESSAGES, message_rows(floor.id, None, 0, inputs))
+            await self._run.execute(INSERT_MESSAGES, message_rows(floor.id, None, 0, inputs))
         return floor, page
 
     async def window(
@@ -325,7 +328,7 @@ class SqlFloors(_Repo):
         for n, (branch_id, first, last) in enumerate(spans):
             params.update({f"b{n}": branch_id, f"f{n}": first, f"l{n}": last})
         make = WindowPage._make
-        return [make(row) for row in await self._db.execute(window_statement(len(spans)), params)]
+        return [make(row) for row in await self._run.execute(window_statement(len(spans)), params)]
 
     async def compare_and_set(
         self,
@@ -346,7 +349,7 @@ class SqlFloors(_Repo):
             values["owner"] = owner
         params = {f"v_{k}": v for k, v in values.items()}
         params.update(w_id=floor_id, w_expected=expected)
-        result = await self._db.execute(floor_compare_and_set(tuple(values)), params)
+        result = await self._run.execute(floor_compare_and_set(tuple(values)), params)
         return bool(result.rowcount == 1)
 
     async def set_active_page(self, floor_id: int, *, expected: int | None, page: int) -> bool:
@@ -439,7 +442,7 @@ class SqlPages(_Repo):
             values["meta"] = dict(meta)
         params = {f"v_{k}": v for k, v in values.items()}
         params.update(w_id=page_id, w_expected=expected)
-        result = await self._db.execute(page_compare_and_set(tuple(values)), params)
+        result = await self._run.execute(page_compare_and_set(tuple(values)), params)
         return bool(result.rowcount == 1)
 
     async def set_hidden(self, page_id: int, hidden: bool) -> None:
@@ -453,7 +456,7 @@ class SqlPages(_Repo):
 class _Sub:
     """Attribute access to the ``prefix``-labelled columns of a joined row."""
 
-    def __init__(self, data: RowMapping, prefix: str) -> None:
+    def __init__(self, data: Mapping[Any, Any], prefix: str) -> None:
         self._data = data
         self._prefix = prefix
 
@@ -475,7 +478,7 @@ class SqlMessages(_Repo):
             # A page's messages arrive once, at commit; only floor inputs are appended to.
             stmt = select(func.max(MESSAGE.c.seq)).where(MESSAGE.c.floor_id == floor_id, owner)
             start = (await self._db.execute(stmt)).scalar() or 0
-        await self._db.execute(INSERT_MESSAGES, message_rows(floor_id, page_id, start, messages))
+        await self._run.execute(INSERT_MESSAGES, message_rows(floor_id, page_id, start, messages))
 
     async def of_floors(self, floor_ids: Sequence[int]) -> list[Message]:
         if not floor_ids:
@@ -491,8 +494,11 @@ class SqlMessages(_Repo):
         if not floor_ids:
             return []
         make = WindowMessage._make
-        rows = await self._db.execute(MESSAGE_WINDOW, {"floor_ids": list(floor_ids)})
-        return [make(row) for row in rows]
+        ids = list(floor_ids)
+        bucket = window_bucket(len(ids))
+        ids += ids[-1:] * (bucket - len(ids))  # a repeated id matches nothing twice
+        params = {f"i{n}": floor_id for n, floor_id in enumerate(ids)}
+        return [make(row) for row in await self._run.execute(message_window(bucket), params)]
 
     async def hide_by_ref(self, floor_id: int, platform_ref: str) -> int:
         stmt = (

@@ -23,6 +23,7 @@ from sqlalchemy import (
     update,
 )
 
+from adapters.storage.itemization_models import ITEMIZATION
 from adapters.storage.tables import ASSET, BRANCH, FLOOR, LOG, MESSAGE, PAGE, SESSION, VALUE
 
 STATEMENT_CACHE_SIZE: Final = 64
@@ -65,6 +66,9 @@ LATEST_FOR_OPEN = (
     .limit(1)
 )
 NEWEST_SEQ = select(func.max(FLOOR.c.seq)).where(FLOOR.c.branch_id == bindparam("branch_id"))
+BRANCH_FOR_UPDATE = (
+    select(BRANCH.c.id).where(BRANCH.c.id == bindparam("branch_id")).with_for_update()
+)
 SESSION_BY_ID = select(SESSION).where(SESSION.c.id == bindparam("session_id"))
 ASSET_BY_NAME = select(ASSET).where(
     ASSET.c.realm_id == bindparam("realm_id"),
@@ -74,19 +78,33 @@ ASSET_BY_NAME = select(ASSET).where(
 INSERT_FLOOR = insert(FLOOR).returning(*FLOOR.c)
 INSERT_PAGE = insert(PAGE).returning(*PAGE.c)
 INSERT_MESSAGES = insert(MESSAGE)
-MESSAGE_WINDOW = (
-    select(
-        MESSAGE.c.floor_id,
-        MESSAGE.c.page_id,
-        MESSAGE.c.role,
-        MESSAGE.c.speaker_name,
-        MESSAGE.c.raw,
-        MESSAGE.c.hidden,
-        MESSAGE.c.speaker_id,
+INSERT_ITEMIZATION = insert(ITEMIZATION)
+
+
+def window_bucket(count: int) -> int:
+    """The number of floor ids :func:`message_window` takes for ``count`` ids: the next power
+    of two (the last id repeats up to it), so a growing chat reuses a few shapes."""
+    return 1 << max(count - 1, 0).bit_length()
+
+
+@functools.lru_cache(maxsize=STATEMENT_CACHE_SIZE)
+def message_window(ids: int) -> Select[Any]:
+    """The messages of ``ids`` floors (parameters ``i<n>``; see :func:`window_bucket`), in
+    the order the history window reads them."""
+    wanted = [bindparam(f"i{n}", type_=MESSAGE.c.floor_id.type) for n in range(ids)]
+    return (
+        select(
+            MESSAGE.c.floor_id,
+            MESSAGE.c.page_id,
+            MESSAGE.c.role,
+            MESSAGE.c.speaker_name,
+            MESSAGE.c.raw,
+            MESSAGE.c.hidden,
+            MESSAGE.c.speaker_id,
+        )
+        .where(MESSAGE.c.floor_id.in_(wanted))
+        .order_by(MESSAGE.c.floor_id, MESSAGE.c.page_id.nulls_first(), MESSAGE.c.seq)
     )
-    .where(MESSAGE.c.floor_id.in_(bindparam("floor_ids", expanding=True)))
-    .order_by(MESSAGE.c.floor_id, MESSAGE.c.page_id.nulls_first(), MESSAGE.c.seq)
-)
 
 
 @functools.cache

@@ -29,6 +29,7 @@ from adapters.storage.database import (
     SQLITE_BUSY_TIMEOUT_MS,
     lost_to_another,
 )
+from adapters.storage.direct import DirectRunner
 from adapters.storage.itemization_repo import SqlItemizations
 from adapters.storage.lease_repo import SqlLeases
 from adapters.storage.timeline_repos import (
@@ -57,19 +58,21 @@ class SqlUnitOfWork:
         # Repositories run Core statements on the transaction's connection, without an ORM
         # session's bookkeeping (a turn opens three units of work; a session per unit cost
         # more CPU than some of their statements).
+        # The turn's prebuilt statements run on the driver connection (adapters.storage.direct).
         self.connection = connection
         self._db: AsyncSession | None = None
-        self.realms = SqlRealms(connection)
-        self.sessions = SqlSessions(connection)
-        self.branches = SqlBranches(connection)
-        self.floors = SqlFloors(connection)
-        self.pages = SqlPages(connection)
-        self.messages = SqlMessages(connection)
-        self.links = SqlLinks(connection)
-        self.assets = SqlAssets(connection)
-        self.variables = SqlVariables(connection)
+        direct = DirectRunner(connection)
+        self.realms = SqlRealms(connection, direct)
+        self.sessions = SqlSessions(connection, direct)
+        self.branches = SqlBranches(connection, direct)
+        self.floors = SqlFloors(connection, direct)
+        self.pages = SqlPages(connection, direct)
+        self.messages = SqlMessages(connection, direct)
+        self.links = SqlLinks(connection, direct)
+        self.assets = SqlAssets(connection, direct)
+        self.variables = SqlVariables(connection, direct)
         self.leases = SqlLeases(connection)
-        self.itemizations = SqlItemizations(connection)
+        self.itemizations = SqlItemizations(connection, direct)
 
     @property
     def db(self) -> AsyncSession:

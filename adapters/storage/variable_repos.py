@@ -12,6 +12,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from adapters.storage import convert
+from adapters.storage.direct import DirectRunner
 from adapters.storage.models import (
     utcnow,
 )
@@ -24,8 +25,9 @@ from engine.variables.values import LogEntry, Mutation, NewLogEntry, Scope
 class SqlVariables:
     """Variables inside one unit of work."""
 
-    def __init__(self, db: AsyncConnection) -> None:
+    def __init__(self, db: AsyncConnection, direct: DirectRunner | None = None) -> None:
         self._db = db
+        self._run = direct if direct is not None else DirectRunner(db)
 
     async def append(self, entries: Sequence[NewLogEntry]) -> None:
         if not entries:
@@ -66,7 +68,7 @@ class SqlVariables:
         params: dict[str, Any] = {}
         for n, (scope, owner_id) in enumerate(owners):
             params.update({f"s{n}": scope, f"o{n}": owner_id})
-        for row in await self._db.execute(values_of_owners(len(owners)), params):
+        for row in await self._run.execute(values_of_owners(len(owners)), params):
             result[(row.scope, row.owner_id)][row.key] = row.value
         return result
 

@@ -118,3 +118,22 @@ async def test_the_adapter_wraps_the_inline_connection_as_the_shim_expects() -> 
 
     await greenlet_spawn(use_the_adapter)
     assert stopped == [True], f"terminate() no longer stops the driver: {WHAT_TO_CHECK}"
+
+
+def test_private_asyncpg_names_the_direct_statements_rely_on_still_exist() -> None:
+    # adapters/storage/direct.py begins the adapter's transaction itself before running a
+    # statement on the asyncpg connection, so the adapter's commit or rollback ends it.
+    from sqlalchemy.dialects.postgresql import asyncpg as sa_asyncpg
+
+    connection_cls = sa_asyncpg.AsyncAdapt_asyncpg_connection
+    slots = set(getattr(connection_cls, "__slots__", ()))
+    assert "_transaction" in slots, (
+        "SQLAlchemy's asyncpg adapter no longer keeps _transaction: check "
+        "adapters/storage/direct.py (_on_postgres) against sqlalchemy/dialects/postgresql/"
+        "asyncpg.py of this version"
+    )
+    start = getattr(connection_cls, "_start_transaction", None)
+    assert start is not None and inspect.iscoroutinefunction(start), (
+        "SQLAlchemy's asyncpg adapter changed _start_transaction: check "
+        "adapters/storage/direct.py (_on_postgres)"
+    )
