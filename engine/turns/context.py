@@ -174,12 +174,14 @@ async def read_turn(
     window: int = HISTORY_WINDOW,
     assets: SessionAssets | None = None,
     branches: Sequence[Branch] | None = None,
+    personas: Mapping[str, str] | None = None,
 ) -> TurnRead:
     """Read a turn for a page of ``floor``. ``mode``: ``respond`` (a new floor), ``regenerate``
     (another page of a committed floor), ``continue`` (extend its active page) or ``dry_run``
     (``floor`` is the head's successor that was never stored; ``extra_input`` is the text).
     ``user_name`` None: the name of the floor's last speaker. ``assets`` and ``branches``:
-    already read in this unit of work (None: read them here)."""
+    already read in this unit of work (None: read them here); ``personas``: persona
+    descriptions by user id, already read in this unit of work (a user not in it is read)."""
     if branches is None:
         branches = await uow.branches.list(session.id)
     branch = next(b for b in branches if b.id == floor.branch_id)
@@ -240,7 +242,10 @@ async def read_turn(
         chat=found[("chat", session.id)],
         global_=found[("global", session.realm_id)],
     )
-    persona = await persona_of(uow, session.realm_id, user_id)
+    if personas is not None and user_id is not None and user_id in personas:
+        persona = personas[user_id]
+    else:
+        persona = await persona_of(uow, session.realm_id, user_id)
     return TurnRead(
         session=session,
         branch=branch,

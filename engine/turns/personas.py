@@ -4,9 +4,10 @@ of the realm sees it, no other realm does. Its name is the player's ``{{user}}``
 they write; its description goes into their turns' prompts.
 
 Personas are read through, never cached, so a persona set or cleared through another process
-is what the next turn here uses: a new floor's speakers are read by their ids in the same read
-that checks the session is open (:meth:`Personas.admit`), and the answered speaker's
-description in the unit of work that reads the turn (:func:`persona_of`). A realm-wide cache
+is what the next turn here uses: a new floor's speakers, and the answered speaker's
+description, are read by their ids in the unit of work that opens the floor and reads the turn
+(:func:`name_lines`); a turn on an existing floor reads the answered speaker's description with
+the turn (:func:`persona_of`). A realm-wide cache
 would need a version read per turn anyway, which costs as much as these reads.
 """
 
@@ -21,13 +22,14 @@ from engine.timeline.assets import AssetService
 from engine.timeline.values import Asset, AssetKind
 from engine.turns.api import SessionKey, Speaker, UserLine
 from engine.turns.events import emit
-from engine.turns.sessions import SessionIds, Sessions
+from engine.turns.sessions import Sessions
 
 __all__ = [
     "MAX_PERSONA_DESCRIPTION",
     "MAX_PERSONA_NAME",
     "PERSONA_ASSET",
     "Personas",
+    "name_lines",
     "persona_of",
 ]
 
@@ -98,19 +100,20 @@ class Personas:
         if not await self._assets.delete(ids.realm_id, PERSONA_ASSET, user_id):
             raise NotFoundError(f"user {user_id} has no persona in realm {key.realm}")
 
-    async def admit(
-        self, key: SessionKey, lines: Sequence[UserLine]
-    ) -> tuple[SessionIds, list[UserLine]]:
-        """The session's ids and ``lines`` with each speaker named by their persona, in one
-        read that also refuses a closed session
-        (:class:`~engine.turns.errors.SessionClosedError`)."""
-        ids = await self._sessions.ids(key)
-        wanted = [(_KIND, user_id) for user_id in sorted({line.speaker.id for line in lines})]
-        async with self._sessions.storage.read() as uow:
-            session = await uow.sessions.get(ids.session_id)
-            found = await uow.assets.get_many(ids.realm_id, wanted) if wanted else []
-        self._sessions.refuse(key, session)
-        return ids, _named(lines, {asset.name: _values(asset) for asset in found})
+
+async def name_lines(
+    uow: UnitOfWork, realm_id: int, lines: Sequence[UserLine]
+) -> tuple[list[UserLine], dict[str, str]]:
+    """Inside ``uow``: ``lines`` with each speaker named by their persona in the realm, and
+    the persona description of every speaker of ``lines`` ("" when they have none), in one
+    read."""
+    wanted = [(_KIND, user_id) for user_id in sorted({line.speaker.id for line in lines})]
+    found = await uow.assets.get_many(realm_id, wanted) if wanted else []
+    personas = {asset.name: _values(asset) for asset in found}
+    described = {
+        user_id: personas[user_id][1] if user_id in personas else "" for _, user_id in wanted
+    }
+    return _named(lines, personas), described
 
 
 def _named(lines: Sequence[UserLine], personas: dict[str, tuple[str, str]]) -> list[UserLine]:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from engine.errors import EngineError, LimitExceededError
@@ -24,7 +24,7 @@ from engine.turns.api import OnReply, OnSpeaker, OnText, ReplyView, SessionKey, 
 from engine.turns.branches import Branches
 from engine.turns.context import TurnRead, read_turn, stored_inputs
 from engine.turns.earlier import own_floor
-from engine.turns.errors import NothingToDoError
+from engine.turns.errors import NothingToDoError, SessionClosedError
 from engine.turns.events import emit
 from engine.turns.failures import TurnFailures, records_a_failed_floor
 from engine.turns.group_turns import GroupTurns
@@ -32,7 +32,7 @@ from engine.turns.locks import BranchOrder
 from engine.turns.memory_access import MemoryAccess
 from engine.turns.options import MEMORY_BUDGET, TOOLS_SETTING, memory_enabled, session_stages
 from engine.turns.parsed_assets import SessionAssets, card_fields, load_assets
-from engine.turns.personas import Personas
+from engine.turns.personas import Personas, name_lines
 from engine.turns.profile_store import ProfileStore
 from engine.turns.sessions import SessionIds, Sessions
 from engine.turns.tool_builtins import ToolEnv
@@ -50,6 +50,20 @@ MAX_INPUT_CHARS: Final = 32_000
 
 _Opened = tuple[Branch, OpenedFloor, TurnRead]
 """A respond's branch, its new generating floor and page, and what the turn read."""
+
+
+def _inputs(lines: Sequence[UserLine]) -> list[NewMessage]:
+    """The floor's input messages of ``lines``."""
+    return [
+        NewMessage(
+            role="user",
+            raw=line.text,
+            speaker_id=line.speaker.id,
+            speaker_name=line.speaker.name,
+            platform_ref=line.ref,
+        )
+        for line in lines
+    ]
 
 
 class Turns:
@@ -108,7 +122,7 @@ class Turns:
         (:class:`~engine.turns.group_turns.GroupTurns`): ``on_speaker`` is called before each
         reply streams, ``on_reply`` after each commits, and the last reply's view is
         returned. A solo session's one character answers whatever ``called`` says."""
-        ids, lines = await self._personas.admit(key, lines)
+        ids = await self._sessions.ids(key)
         if not lines:
             raise NothingToDoError("there is no message to answer")
         for line in lines:
@@ -120,16 +134,7 @@ class Turns:
                     value=MAX_INPUT_CHARS,
                 )
         target = await self._sessions.branch(ids.session_id, branch)
-        inputs = [
-            NewMessage(
-                role="user",
-                raw=line.text,
-                speaker_id=line.speaker.id,
-                speaker_name=line.speaker.name,
-                platform_ref=line.ref,
-            )
-            for line in lines
-        ]
+        inputs = _inputs(lines)
         # One total for the turn's regex work: the input's store run, then the assembly.
         regex_budget = RegexBudget()
         async with self._locks.hold(ids.session_id, branch):
@@ -138,15 +143,21 @@ class Turns:
             grouped = False
             try:
                 check_inputs(inputs, where=f"branch {branch!r}")
-                # One unit of work reads the session, its branches and assets, stores the
+                # One unit of work reads the session (refused while closed), its branches,
+                # the speakers' personas (they name the lines) and the assets, stores the
                 # inputs (once the session's regex scripts are known) on a new floor that is
                 # already generating with its page 1, and reads everything the turn needs.
                 opened: _Opened | None = None
                 async with self._storage.unit_of_work() as uow:
                     session, branches = await uow.sessions.get_with_branches(ids.session_id)
+                    self._sessions.refuse(key, session)
+                    named, personas = await name_lines(uow, ids.realm_id, lines)
+                    inputs = _inputs(named)
                     assets = await load_assets(uow, session)
                     if not assets.scripts and assets.settings is None:
-                        opened = await self._open(uow, session, branches, target, assets, inputs)
+                        opened = await self._open(
+                            uow, session, branches, target, assets, inputs, personas
+                        )
                 if assets.settings is not None:
                     # A group: each reply is its own floor, recorded (and failed) on its own.
                     grouped = True
@@ -169,7 +180,9 @@ class Turns:
                     inputs = await stored_inputs(inputs, assets.scripts, regex_budget)
                     async with self._storage.unit_of_work() as uow:
                         session, branches = await uow.sessions.get_with_branches(ids.session_id)
-                        opened = await self._open(uow, session, branches, target, assets, inputs)
+                        opened = await self._open(
+                            uow, session, branches, target, assets, inputs, personas
+                        )
                 current, new, read = opened
                 floor, page = new.floor, new.page
                 emit(self._events, "floor.created", branch_id=target.id, floor=floor.seq)
@@ -200,7 +213,9 @@ class Turns:
                     regex_budget=regex_budget,
                 )
             except BaseException as exc:
-                if grouped:
+                if grouped or isinstance(exc, SessionClosedError):
+                    # A group records its own failures; a closed session refuses the turn
+                    # before anything is stored (no floor, no failure event).
                     raise
                 if floor is None and records_a_failed_floor(exc):
                     # The unit that opens the floor rolled back: keep a failed floor as the
@@ -217,8 +232,10 @@ class Turns:
         target: Branch,
         assets: SessionAssets,
         inputs: Sequence[NewMessage],
+        personas: Mapping[str, str],
     ) -> _Opened:
-        """Inside ``uow``: the new generating floor with ``inputs``, and the turn's read."""
+        """Inside ``uow``: the new generating floor with ``inputs``, and the turn's read
+        (``personas``: the inputs' speakers' descriptions, already read in ``uow``)."""
         current = next((b for b in branches if b.id == target.id), None)
         if current is None:
             raise TimelineNotFoundError(f"branch {target.name!r} no longer exists")
@@ -230,6 +247,7 @@ class Turns:
             mode="respond",
             assets=assets,
             branches=branches,
+            personas=personas,
         )
         return current, new, read
 

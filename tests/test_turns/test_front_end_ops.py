@@ -350,6 +350,8 @@ async def test_a_closed_session_refuses_turns_until_reopened(
     assert not (await again.open_session(GUILD_A)).closed
     assert (await again.respond(GUILD_A, MAIN_BRANCH, [line("two")])).floor == 2
     assert "session.closed" in events.names() and "session.reopened" in events.names()
+    # A refused turn stored nothing and is no failed generation.
+    assert "generation.failed" not in events.names()
 
 
 async def test_floor_speakers_lists_each_speaker_once(svc: TavernService) -> None:

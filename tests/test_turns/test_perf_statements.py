@@ -1,6 +1,6 @@
-"""Round trips of a turn: a respond costs a fixed, small number of SQL statements (a read
-that admits it, then two units of work: open + read, then commit), whatever the length of the
-chat. Counted, not timed."""
+"""Round trips of a turn: a respond costs a fixed, small number of SQL statements (two units
+of work: admit + open + read, then commit), whatever the length of the chat. Counted, not
+timed."""
 
 from __future__ import annotations
 
@@ -18,12 +18,14 @@ from engine.turns.parsed_assets import ASSET_CACHE_SIZE, ParsedAssets
 from engine.turns.service import TavernService
 from tests.test_turns.conftest import KEY, line
 
-RESPOND_STATEMENTS = 19
+RESPOND_STATEMENTS = 16
 """SQL statements one respond may run on SQLite (BEGIN included; it ran 28 before the
 turn's reads and writes were merged into fewer units of work, 15 before issue 19 read the
 closed flag and the speakers' personas through in a read of their own, and the answered
 speaker's persona with the turn, so a change made by another process is never missed; 18
-before issue 20 stored the page's itemization, one INSERT in the commit's transaction)."""
+before issue 20 stored the page's itemization, one INSERT in the commit's transaction; 19
+before the closed flag and the personas were read in the unit of work that opens the floor,
+which also knows the answered speaker's persona from that read)."""
 
 
 @contextmanager
@@ -55,8 +57,8 @@ async def test_respond_runs_a_fixed_small_number_of_statements(
     assert reply.floor == 17
     assert len(early) <= RESPOND_STATEMENTS, early
     assert len(late) == len(early)
-    # The admission read (closed flag, personas), open + read, then commit.
-    assert sum(s.startswith("BEGIN") for s in late) == 3
+    # Admit (closed flag, personas) + open + read, then commit.
+    assert sum(s.startswith("BEGIN") for s in late) == 2
     # How the prompt was assembled rides on the page's commit: one statement.
     assert sum(s.startswith("INSERT INTO page_itemization") for s in late) == 1
 
