@@ -13,7 +13,7 @@ import re
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Final
 
@@ -198,6 +198,7 @@ class Bm25Index:
     average_length: float
     postings: Mapping[str, tuple[str, ...]]
     doc_texts: Mapping[str, str]
+    _norms: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def build(cls, documents: Mapping[str, str]) -> Bm25Index:
@@ -238,27 +239,44 @@ class Bm25Index:
         """:meth:`score` of every document, each term's idf computed once (same values).
 
         Only the documents in the query terms' postings are scored; every other one shares no
-        term with the query and scores 0.
+        term with the query and scores 0. Each term adds its part to the documents that hold
+        it, in the query's order: the same sums, in the same order, as :meth:`score` (so the
+        same floats), without looking up every query term in every document.
         """
-        weighted = [(term, weight * self.idf(term)) for term, weight in query.items()]
-        average = self.average_length or 1
-        found = dict.fromkeys(self.doc_terms, 0.0)
-        matched: set[str] = set()
-        for term, _ in weighted:
-            matched.update(self.postings.get(term, ()))
-        for doc_id in matched:
-            length_norm = 1.0 - BM25_B + BM25_B * self.doc_lengths[doc_id] / average
-            found[doc_id] = _bm25(weighted, self.doc_terms[doc_id], length_norm)
+        norms = self.length_norms()
+        doc_terms, postings = self.doc_terms, self.postings
+        totals: dict[str, float] = {}
+        for term, weight in query.items():
+            weight_idf = weight * self.idf(term)
+            for doc_id in postings.get(term, ()):
+                tf = doc_terms[doc_id][term]
+                part = weight_idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norms[doc_id])
+                totals[doc_id] = totals.get(doc_id, 0.0) + part
+        found = dict.fromkeys(doc_terms, 0.0)
+        found.update(totals)
         return found
+
+    def length_norms(self) -> Mapping[str, float]:
+        """Each document's BM25 length normalisation, computed once per index (every query
+        of a turn shares it)."""
+        norms = self._norms
+        if len(norms) != len(self.doc_lengths):
+            average = self.average_length or 1
+            norms.update(
+                (doc_id, 1.0 - BM25_B + BM25_B * length / average)
+                for doc_id, length in self.doc_lengths.items()
+            )
+        return norms
 
 
 def cached_index(doc_ids: tuple[str, ...], texts: tuple[str, ...]) -> Bm25Index:
     """:meth:`Bm25Index.build` of ``zip(doc_ids, texts)``, kept for the next call with the same
     documents (at most ``INDEX_CACHE_SIZE`` sets; an index is never mutated).
 
-    A set not kept is derived from the last one built: the documents both share keep their
-    term counts, and only the added and removed documents change the frequencies and
-    postings, so a turn after a record was written does not re-index every unit.
+    A set not kept is derived from the kept index most like it (:func:`_base_for`): the
+    documents both share keep their term counts, and only the added and removed documents
+    change the frequencies and postings, so a turn after a record was written does not
+    re-index every unit, even when another chat's or the memory agent's index was built since.
     """
     key = (doc_ids, texts)
     with _INDEX_LOCK:
@@ -266,9 +284,9 @@ def cached_index(doc_ids: tuple[str, ...], texts: tuple[str, ...]) -> Bm25Index:
         if index is not None:
             _INDEXES.move_to_end(key)
             return index
-        last = next(reversed(_INDEXES.values()), None)
+        base = _base_for(doc_ids)
     documents = dict(zip(doc_ids, texts, strict=True))
-    index = Bm25Index.build(documents) if last is None else _derived(last, documents)
+    index = Bm25Index.build(documents) if base is None else _derived(base, documents)
     with _INDEX_LOCK:
         _INDEXES[key] = index
         while len(_INDEXES) > INDEX_CACHE_SIZE:
@@ -279,6 +297,26 @@ def cached_index(doc_ids: tuple[str, ...], texts: tuple[str, ...]) -> Bm25Index:
 _INDEXES: OrderedDict[tuple[tuple[str, ...], tuple[str, ...]], Bm25Index] = OrderedDict()
 _INDEX_LOCK = threading.Lock()  # services may rank from worker threads too
 _DERIVE_MAX_CHANGED_SHARE = 0.5  # past this share of changed documents a fresh build is cheaper
+BASE_SAMPLE_IDS: Final = 8
+"""Document ids of a new set looked up in each kept index to choose the one to derive from:
+enough to tell one chat's units from another's, few enough to cost nothing."""
+
+
+def _base_for(doc_ids: Sequence[str]) -> Bm25Index | None:
+    """The kept index holding most of a few ids spread over ``doc_ids`` (the most recently
+    used first, so a tie goes to it); None when nothing is kept. Any base gives the same
+    index (:func:`_derived`), a close one only makes it cheaper."""
+    step = max(1, len(doc_ids) // BASE_SAMPLE_IDS)
+    sample = doc_ids[::step][:BASE_SAMPLE_IDS]
+    best: Bm25Index | None = None
+    best_hits = -1
+    for index in reversed(_INDEXES.values()):
+        hits = sum(1 for doc_id in sample if doc_id in index.doc_texts)
+        if hits > best_hits:
+            best, best_hits = index, hits
+            if hits == len(sample):
+                break
+    return best
 
 
 def _derived(base: Bm25Index, documents: Mapping[str, str]) -> Bm25Index:
@@ -288,14 +326,17 @@ def _derived(base: Bm25Index, documents: Mapping[str, str]) -> Bm25Index:
     removed = [d for d, text in old_texts.items() if documents.get(d) != text]
     if len(added) + len(removed) > _DERIVE_MAX_CHANGED_SHARE * max(1, len(documents)):
         return Bm25Index.build(documents)
-    terms: dict[str, Counter[str]] = {}
-    lengths: dict[str, int] = {}
-    for doc_id, text in documents.items():
-        if old_texts.get(doc_id) == text:
-            terms[doc_id], lengths[doc_id] = base.doc_terms[doc_id], base.doc_lengths[doc_id]
-        else:
-            counts = terms[doc_id] = _term_counts(text)
-            lengths[doc_id] = sum(counts.values())
+    # In the documents' order, as a fresh build has them; only the added ones are counted.
+    changed = frozenset(added)
+    kept_terms, kept_lengths = base.doc_terms, base.doc_lengths
+    terms: dict[str, Counter[str]] = {
+        doc_id: _term_counts(text) if doc_id in changed else kept_terms[doc_id]
+        for doc_id, text in documents.items()
+    }
+    lengths: dict[str, int] = {
+        doc_id: sum(terms[doc_id].values()) if doc_id in changed else kept_lengths[doc_id]
+        for doc_id in documents
+    }
     freq = dict(base.doc_freq)
     holders: dict[str, list[str]] = {}
     for doc_id in removed:
@@ -320,17 +361,6 @@ def _derived(base: Bm25Index, documents: Mapping[str, str]) -> Bm25Index:
             del postings[term], freq[term]
     average = (sum(lengths.values()) / len(lengths)) if lengths else 0.0
     return Bm25Index(terms, lengths, freq, average, postings, dict(documents))
-
-
-def _bm25(
-    weighted: Sequence[tuple[str, float]], counts: Counter[str], length_norm: float
-) -> float:
-    total = 0.0
-    for term, weight_idf in weighted:
-        tf = counts.get(term, 0)
-        if tf:
-            total += weight_idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * length_norm)
-    return total
 
 
 def weighted_query(parts: Sequence[tuple[str, float]]) -> dict[str, float]:

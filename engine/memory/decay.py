@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from engine.memory.errors import MemoryPolicyError
 from engine.memory.records import MemoryKind, MemoryRecord
@@ -80,14 +81,40 @@ def reference_time(record: MemoryRecord) -> datetime:
     return max(stamp for stamp in stamps if stamp is not None)
 
 
+class DecayParts(NamedTuple):
+    """What a record's decay depends on besides the floor and the clock: the point it counts
+    from and its half-lives (in seconds for time), so a turn that ranks the same record value
+    again only does the arithmetic (:func:`decay_at`)."""
+
+    floor: int
+    time: datetime
+    half_floors: float
+    half_seconds: float
+    min_factor: float
+
+
+def decay_parts(record: MemoryRecord, policy: DecayPolicy) -> DecayParts:
+    """The parts of ``record``'s decay under ``policy``."""
+    half = policy.half_life_for(record)
+    return DecayParts(
+        reference_floor(record),
+        reference_time(record),
+        half.floors,
+        half.time.total_seconds(),
+        policy.min_factor,
+    )
+
+
+def decay_at(parts: DecayParts, floor_no: int, now: datetime) -> float:
+    """The weight multiplier in ``[parts.min_factor, 1]`` at ``floor_no`` and ``now``."""
+    factor = half_life_factor(floor_no - parts.floor, parts.half_floors) * half_life_factor(
+        (now - parts.time).total_seconds(), parts.half_seconds
+    )
+    return max(parts.min_factor, min(1.0, factor))
+
+
 def decay_factor(
     record: MemoryRecord, *, floor_no: int, now: datetime, policy: DecayPolicy
 ) -> float:
     """The record's weight multiplier in ``[policy.min_factor, 1]``."""
-    half = policy.half_life_for(record)
-    floors = floor_no - reference_floor(record)
-    seconds = (now - reference_time(record)).total_seconds()
-    factor = half_life_factor(floors, half.floors) * half_life_factor(
-        seconds, half.time.total_seconds()
-    )
-    return max(policy.min_factor, min(1.0, factor))
+    return decay_at(decay_parts(record, policy), floor_no, now)

@@ -28,21 +28,21 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from functools import lru_cache
 from typing import Final
 
-from engine.memory.bm25 import cached_index, relative_scores, weighted_query
-from engine.memory.decay import DecayPolicy, decay_factor
+from engine.memory.decay import DecayPolicy
 from engine.memory.errors import MemoryPolicyError
 from engine.memory.fusion import SemanticSignal
-from engine.memory.lineage import Viewpoint, partition_visible
-from engine.memory.records import MemoryKind, MemoryRecord, MemoryRelation, MemoryScope
+from engine.memory.lineage import Viewpoint
+from engine.memory.ranking import RankedUnit, score_units
+from engine.memory.records import MemoryKind, MemoryRecord, MemoryRelation
 from engine.memory.sanitize import MAX_INJECTED_ITEM_CHARS, quote_for_injection
 from engine.memory.story_dates import dated
-from engine.memory.units import MemoryUnit, record_units, units_of
+from engine.memory.units import MemoryUnit, units_of
 
 TokenCounter = Callable[[str], int]
 
@@ -71,12 +71,6 @@ SECTION_HEADERS: Mapping[str, str] = {
 }
 SECTION_ORDER = ("fact", "open_loop", "micro", "macro", "recalled")
 RECALLED = "recalled"  # the section of units from records compacted into a summary
-_SCOPE_RANK = {
-    MemoryScope.FLOOR: 0,
-    MemoryScope.BRANCH: 1,
-    MemoryScope.CHAT: 2,
-    MemoryScope.GLOBAL: 3,
-}
 
 
 class InjectionMode(StrEnum):
@@ -182,40 +176,6 @@ def section_of(record: MemoryRecord) -> str:
     return record.kind.value
 
 
-def _dedupe_fact_keys(records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
-    best: dict[str, MemoryRecord] = {}
-    others: list[MemoryRecord] = []
-    for record in records:
-        if record.kind is not MemoryKind.FACT or not record.key:
-            others.append(record)
-            continue
-        current = best.get(record.key)
-        if current is None or _fact_precedence(record) < _fact_precedence(current):
-            best[record.key] = record
-    return others + list(best.values())
-
-
-def _fact_precedence(record: MemoryRecord) -> tuple[int, int, str]:
-    return (_SCOPE_RANK[record.scope], -record.created_floor, record.id)
-
-
-def _candidates(
-    records: Iterable[MemoryRecord],
-    relations: Iterable[MemoryRelation],
-    view: Viewpoint,
-    policy: InjectionPolicy,
-) -> tuple[list[MemoryRecord], frozenset[str]]:
-    """Live and compacted records worth ranking, and the ids of the compacted ones."""
-    visible = partition_visible(records, relations, view)
-
-    def usable(record: MemoryRecord) -> bool:
-        return record.importance >= policy.min_importance and bool(record.text.strip())
-
-    live = [r for r in _dedupe_fact_keys(visible.live) if usable(r)]
-    compacted = [r for r in visible.compacted if usable(r)]
-    return live + compacted, frozenset(r.id for r in compacted)
-
-
 def rank_units(
     records: Iterable[MemoryRecord],
     relations: Iterable[MemoryRelation],
@@ -234,79 +194,19 @@ def rank_units(
     or the recent chat: the summary that compacted them is the overview.
     """
     policy = policy or InjectionPolicy()
-    ranked = _score_units(records, relations, view, now, message, recent_turns, policy, semantic)
-    return ranked[: policy.candidate_pool]
-
-
-def _score_units(
-    records: Iterable[MemoryRecord],
-    relations: Iterable[MemoryRelation],
-    view: Viewpoint,
-    now: datetime,
-    message: str,
-    recent_turns: Sequence[str],
-    policy: InjectionPolicy,
-    semantic: SemanticSignal | None = None,
-) -> list[ScoredUnit]:
-    pool, compacted_ids = _candidates(records, relations, view, policy)
-    units: list[MemoryUnit] = []
-    ids: list[str] = []
-    displays: list[str] = []
-    for record in pool:
-        own_units, own_ids, own_displays = record_units(record)
-        units.extend(own_units)
-        ids.extend(own_ids)
-        displays.extend(own_displays)
-    index = cached_index(tuple(ids), tuple(displays))
-    relevance = relative_scores(index, weighted_query([(message, 1.0)]))
-    if semantic is not None:  # embeddings configured: BM25 fused with the cosine ranking
-        relevance = semantic.fuse(relevance)
-    recent = relative_scores(index, weighted_query([(turn, 1.0) for turn in recent_turns]))
-    decays = {
-        r.id: decay_factor(r, floor_no=view.floor_no, now=now, policy=policy.decay) for r in pool
-    }
-    scored: list[ScoredUnit] = []
-    for unit, unit_id in zip(units, ids, strict=True):
-        record = unit.record
-        rel, near = relevance[unit_id], recent[unit_id]
-        recalled = record.id in compacted_ids
-        if recalled and rel <= 0 and near <= 0:
-            continue
-        decay = decays[record.id]
-        score = (
-            policy.relevance_weight * rel
-            + policy.recent_turn_weight * near
-            + policy.tie_break_weight * record.importance * decay
+    ranked = score_units(records, relations, view, now, message, recent_turns, policy, semantic)
+    return [
+        ScoredUnit(
+            unit=item.unit,
+            score=item.score,
+            decay=item.decay,
+            relevance=item.relevance,
+            recent=item.recent,
+            pinned=item.pinned,
+            recalled=item.recalled,
         )
-        pinned = (
-            not recalled
-            and record.kind is MemoryKind.OPEN_LOOP
-            and record.importance >= policy.pin_open_loop_importance
-        )
-        scored.append(
-            ScoredUnit(
-                unit=unit,
-                score=score,
-                decay=decay,
-                relevance=rel,
-                recent=near,
-                pinned=pinned,
-                recalled=recalled,
-            )
-        )
-    scored.sort(key=_unit_order)
-    # Only the best few loops stay pinned, so a pile of open threads cannot eat the budget.
-    for position in range(policy.max_pinned_open_loops, len(scored)):
-        if not scored[position].pinned:
-            break
-        scored[position] = replace(scored[position], pinned=False)
-    scored.sort(key=_unit_order)
-    return scored
-
-
-def _unit_order(item: ScoredUnit) -> tuple[bool, float, int, str, int]:
-    unit = item.unit
-    return (not item.pinned, -item.score, -unit.floor_end, unit.record.id, unit.index)
+        for item in ranked[: policy.candidate_pool]
+    ]
 
 
 def rank_memories(
@@ -322,7 +222,7 @@ def rank_memories(
     """Records by their best unit (:func:`rank_units`), best first."""
     policy = policy or InjectionPolicy()
     best: dict[str, ScoredRecord] = {}
-    for item in _score_units(records, relations, view, now, message, recent_turns, policy):
+    for item in score_units(records, relations, view, now, message, recent_turns, policy):
         if item.record.id not in best:
             best[item.record.id] = ScoredRecord(
                 record=item.record,
@@ -338,7 +238,7 @@ Placed = tuple[str, MemoryUnit]
 """A unit and the section of the block it goes to."""
 
 
-def _placed(item: ScoredUnit) -> Placed:
+def _placed(item: RankedUnit) -> Placed:
     return (RECALLED if item.recalled else section_of(item.record), item.unit)
 
 
@@ -429,7 +329,7 @@ class _Packer:
             self.chosen and self.tokens + line_tokens - LINE_JOIN_SLACK > self.policy.max_tokens
         )
 
-    def try_add(self, item: ScoredUnit, *, section_budget: tuple[str, int] | None = None) -> bool:
+    def try_add(self, item: RankedUnit, *, section_budget: tuple[str, int] | None = None) -> bool:
         if len(self.chosen) >= self.policy.max_items or _same_text(item.unit) in self.texts:
             return False
         # Cheap pre-check: a line never costs much less than it costs on its own, so a line
@@ -474,16 +374,8 @@ def select_memories(
     """Choose and render the memory block for one turn within ``policy.max_tokens``;
     ``semantic`` (embeddings configured) fuses the message's relevance with its vector's."""
     policy = policy or InjectionPolicy()
-    ranked = rank_units(
-        records,
-        relations,
-        view=view,
-        now=now,
-        message=message,
-        recent_turns=recent_turns,
-        policy=policy,
-        semantic=semantic,
-    )
+    ranked = score_units(records, relations, view, now, message, recent_turns, policy, semantic)
+    ranked = ranked[: policy.candidate_pool]
     packer = _Packer(policy, count)
     if policy.max_tokens > 0 and policy.max_items > 0:
         if policy.mode is InjectionMode.IMPORTANCE:
@@ -512,8 +404,8 @@ def select_memories(
 
 
 def _by_value(
-    ranked: Sequence[ScoredUnit], policy: InjectionPolicy, count: TokenCounter
-) -> tuple[list[ScoredUnit], int]:
+    ranked: Sequence[RankedUnit], policy: InjectionPolicy, count: TokenCounter
+) -> tuple[list[RankedUnit], int]:
     """The packing order of the importance mode: pinned loops, then units that share a word
     with the message or the recent chat, then the rest; within each, by score per token
     raised to ``PACK_TOKEN_EXPONENT``.
@@ -526,7 +418,7 @@ def _by_value(
     """
     cheapest = sys.maxsize
 
-    def value(item: ScoredUnit) -> float:
+    def value(item: RankedUnit) -> float:
         nonlocal cheapest
         own = _line_tokens(count, _line(item.unit, policy.max_item_chars))
         cheapest = min(cheapest, own)
@@ -540,7 +432,7 @@ def _by_value(
     return order, cheapest
 
 
-def _fill_balanced(packer: _Packer, ranked: Sequence[ScoredUnit], policy: InjectionPolicy) -> None:
+def _fill_balanced(packer: _Packer, ranked: Sequence[RankedUnit], policy: InjectionPolicy) -> None:
     order = ("open_loop", "fact", "summary")
     buckets = {name: [s for s in ranked if s.record.kind.value == name] for name in order}
     taken = dict.fromkeys(order, 0)
@@ -561,7 +453,7 @@ def _fill_balanced(packer: _Packer, ranked: Sequence[ScoredUnit], policy: Inject
                     break
 
 
-def _fill_dual(packer: _Packer, ranked: Sequence[ScoredUnit], policy: InjectionPolicy) -> None:
+def _fill_dual(packer: _Packer, ranked: Sequence[RankedUnit], policy: InjectionPolicy) -> None:
     sections = {name: [s for s in ranked if _placed(s)[0] == name] for name in SECTION_ORDER}
     for name in SECTION_ORDER:
         budget = int(policy.max_tokens * policy.section_shares.get(name, 0.0))

@@ -22,7 +22,7 @@ and relevance-led injection can still reach it. :func:`visible_records` is the o
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine.memory.errors import MemoryPolicyError
 from engine.memory.records import (
@@ -58,6 +58,8 @@ class Viewpoint:
     branch_id: str
     floor_no: int
     lineage: tuple[LineageSegment, ...] = ()
+    # The lineage's branch ids, computed once: every record's scope check reads them.
+    _branch_ids: tuple[str, ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.lineage:
@@ -69,6 +71,9 @@ class Viewpoint:
                 f"viewpoint lineage must start with the current branch {self.branch_id!r} "
                 f"(no floor limit), got {self.lineage[0]}"
             )
+        object.__setattr__(
+            self, "_branch_ids", tuple(segment.branch_id for segment in self.lineage)
+        )
 
     def sees_point(self, branch_id: str | None, floor_no: int | None) -> bool:
         """Whether a point on the timeline (branch, floor) lies on this viewer's lineage."""
@@ -84,7 +89,7 @@ class Viewpoint:
     @property
     def branch_ids(self) -> tuple[str, ...]:
         """The branches on the lineage, current first."""
-        return tuple(segment.branch_id for segment in self.lineage)
+        return self._branch_ids
 
 
 def in_scope(record: MemoryRecord, view: Viewpoint) -> bool:
@@ -171,7 +176,7 @@ def partition_visible(
     for record in in_view:
         if record.id in hidden:
             continue
-        if live_for(record, view):
+        if record.lifecycle is Lifecycle.ACTIVE or live_for(record, view):
             (compacted if record.id in compacted_by else live).append(record)
         elif record.lifecycle is Lifecycle.COMPACTED:
             compacted.append(record)
