@@ -10,14 +10,15 @@ compare-and-set on ``memory_job.revision`` (an insert for a job that must not ex
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
     and_,
+    bindparam,
     delete,
     false,
     insert,
@@ -26,10 +27,10 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Row
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from adapters.storage.database import begin_or_busy
+from adapters.storage.database import begin_or_busy, lost_to_another
 from adapters.storage.memory_models import STORY_DATE_LENGTH, MemoryRevisionRow
 from adapters.storage.tables import JOB, RECORD, RELATION
 from engine.errors import ConflictError
@@ -49,6 +50,17 @@ from engine.memory.records import (
 )
 
 _REVISION = MemoryRevisionRow.__table__
+# Statements every memory-on turn runs, built once (their compiled form is cached by
+# SQLAlchemy; building and keying a new statement each turn cost as much as running it).
+_REVISION_OF = select(_REVISION.c.revision).where(_REVISION.c.realm_id == bindparam("realm"))
+_MARK_USED = (
+    update(RECORD)
+    .where(RECORD.c.id.in_(bindparam("ids", expanding=True)))
+    .values(
+        last_used_floor=bindparam("used_floor", type_=RECORD.c.last_used_floor.type),
+        last_used_at=bindparam("used_at", type_=RECORD.c.last_used_at.type),
+    )
+)
 
 IN_CHUNK = 500
 """Ids per ``IN (...)`` list: well under SQLite's and asyncpg's bound-parameter limits."""
@@ -225,6 +237,18 @@ class SqlMemoryRepository:
     def _begin(self) -> AbstractAsyncContextManager[AsyncConnection]:
         return begin_or_busy(self._engine, "memory storage")
 
+    @asynccontextmanager
+    async def _read_one(self) -> AsyncIterator[AsyncConnection]:
+        """A connection for one SELECT: it rolls back on close instead of committing (less
+        work per call, the same committed rows seen); busy is reported as ``_begin`` does."""
+        try:
+            async with self._engine.connect() as conn:
+                yield conn
+        except OperationalError as exc:
+            if lost_to_another(exc):
+                raise ConflictError(f"memory storage is busy, try again: {exc.orig}") from exc
+            raise
+
     # ------------------------------------------------------------------ records
 
     async def add_records(self, records: Sequence[MemoryRecord]) -> None:
@@ -288,10 +312,8 @@ class SqlMemoryRepository:
     async def revision(self, realm_id: str) -> int | None:
         """The realm's memory revision (bumped by triggers on every change of its records or
         relations); None before anything was written, or on a database without them."""
-        async with self._begin() as conn:
-            found = await conn.execute(
-                select(_REVISION.c.revision).where(_REVISION.c.realm_id == realm_id)
-            )
+        async with self._read_one() as conn:  # read on every turn: one SELECT, kept cheap
+            found = await conn.execute(_REVISION_OF, {"realm": realm_id})
             value = found.scalar_one_or_none()
         return None if value is None else int(value)
 
@@ -361,9 +383,7 @@ class SqlMemoryRepository:
         async with self._begin() as conn:
             for chunk in _chunks(ids):
                 await conn.execute(
-                    update(RECORD)
-                    .where(RECORD.c.id.in_(chunk))
-                    .values(last_used_floor=floor_no, last_used_at=_utc(at))
+                    _MARK_USED, {"ids": chunk, "used_floor": floor_no, "used_at": _utc(at)}
                 )
 
     # ------------------------------------------------------------------ jobs
