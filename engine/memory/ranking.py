@@ -24,6 +24,7 @@ from engine.memory.bm25 import cached_index, relative_scores, weighted_query
 from engine.memory.decay import DecayParts, DecayPolicy, decay_at, decay_parts
 from engine.memory.fusion import SemanticSignal
 from engine.memory.lineage import Viewpoint, partition_visible
+from engine.memory.query_expansion import expand_query
 from engine.memory.records import MemoryKind, MemoryRecord, MemoryRelation, MemoryScope
 from engine.memory.units import MemoryUnit, record_units
 
@@ -161,7 +162,8 @@ def score_units(
         ids.extend(facts.ids)
         displays.extend(facts.displays)
     index = cached_index(tuple(ids), tuple(displays))
-    relevance = relative_scores(index, weighted_query([(message, 1.0)]))
+    # Words of the message no candidate holds are matched to ones they do (roadtrip, grandma).
+    relevance = relative_scores(index, expand_query(index, weighted_query([(message, 1.0)])))
     if semantic is not None:  # embeddings configured: BM25 fused with the cosine ranking
         relevance = semantic.fuse(relevance)
     recent = relative_scores(index, weighted_query([(turn, 1.0) for turn in recent_turns]))
