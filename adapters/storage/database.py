@@ -34,6 +34,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from adapters.storage.direct import begin_inline
 from adapters.storage.sqlite_inline import InlineSQLiteDBAPI
 from adapters.storage.text_edge import storable_json, storable_parameters
 from engine.errors import ConflictError
@@ -76,7 +77,9 @@ def create_engine(url: str, *, schema: str | None = None, echo: bool = False) ->
         engine = create_async_engine(url, echo=echo, json_serializer=storable_json, **options)
         _clean_text_at_the_edge(engine)
         # Inline connections wait for a busy database with asyncio sleeps, never in SQLite.
-        _setup_sqlite(engine, busy_timeout_ms=0 if inline else SQLITE_BUSY_TIMEOUT_MS)
+        _setup_sqlite(
+            engine, busy_timeout_ms=0 if inline else SQLITE_BUSY_TIMEOUT_MS, inline=inline
+        )
         return engine
     connect_args: dict[str, Any] = {}
     if schema is not None:
@@ -127,7 +130,7 @@ def _clean_text_at_the_edge(engine: AsyncEngine) -> None:
         return statement, storable_parameters(parameters)
 
 
-def _setup_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
+def _setup_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int, inline: bool) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take transaction control away from the driver so BEGIN IMMEDIATE is ours to emit.
@@ -143,7 +146,12 @@ def _setup_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
     def _on_begin(connection: Any) -> None:
         # A reading unit of work starts a deferred transaction: a WAL snapshot, no lock.
         read_only = connection.get_execution_options().get(READ_ONLY_OPTION, False)
-        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+        statement = "BEGIN" if read_only else "BEGIN IMMEDIATE"
+        if inline:
+            # Below SQLAlchemy's execution layer, like the turn's statements.
+            begin_inline(connection, statement)
+        else:
+            connection.exec_driver_sql(statement)
 
 
 LOCK_WORDS: Final = ("database is locked", "deadlock detected", "could not serialize")

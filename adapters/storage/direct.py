@@ -28,12 +28,13 @@ from typing import Any, Final
 
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import Insert
-from sqlalchemy.engine import Dialect
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.dml import UpdateBase
 from sqlalchemy.sql.selectable import Select
+from sqlalchemy.util import await_
 
 from adapters.storage.sqlite_inline import InlineConnection
 
@@ -116,6 +117,25 @@ def plan_of(stmt: Select[Any] | UpdateBase, dialect: Dialect, keys: tuple[str, .
     return Plan(compiled.string, names, binds, tuple(defaults), row, results)
 
 
+def before_execute(connection: Connection, sql: str, args: Any, many: bool) -> Any:
+    """Run the engine's ``before_cursor_execute`` listeners on ``sql`` as SQLAlchemy would
+    (no cursor or execution context); the parameters they leave."""
+    for listener in connection.dispatch.before_cursor_execute:
+        sql, args = listener(connection, None, sql, args, None, many)
+    return args
+
+
+def begin_inline(connection: Connection, sql: str) -> None:
+    """Run SQLite's ``BEGIN`` statement ``sql`` for ``connection`` (SQLAlchemy's sync
+    layer, inside its greenlet) straight on the inline driver, busy retries included."""
+    before_execute(connection, sql, (), False)
+    inline: InlineConnection = connection.connection.dbapi_connection._connection  # type: ignore[union-attr]
+    try:
+        await_(inline.run(inline.raw.execute, sql))
+    except sqlite3.Error as exc:
+        raise _wrapped(exc, sql, ()) from exc
+
+
 class DirectResult:
     """The rows of one direct statement (named tuples) and its row count."""
 
@@ -177,12 +197,9 @@ class DirectRunner:
         )
 
     def _edge(self, sql: str, args: Any, many: bool) -> Any:
-        """Run the engine's ``before_cursor_execute`` listeners, as SQLAlchemy would."""
         sync = self._connection.sync_connection
         assert sync is not None
-        for listener in sync.dispatch.before_cursor_execute:
-            sql, args = listener(sync, None, sql, args, None, many)
-        return args
+        return before_execute(sync, sql, args, many)
 
     async def execute(
         self, stmt: Select[Any] | UpdateBase, params: Params | Sequence[Params] = _NONE

@@ -53,8 +53,19 @@ def storable_value(value: Any) -> Any:
     return value
 
 
+_ESCAPED_REFUSED: Final = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+"""How :func:`json.dumps` (ASCII output) writes a NUL or a surrogate: ``\\u0000``,
+``\\ud800``... A match may also be an escaped backslash followed by such text, which only
+costs the slow path."""
+
+
 def storable_json(value: Any) -> str:
     """The JSON text stored for ``value`` (the engines' ``json_serializer``)."""
+    text = json.dumps(value)
+    # ASCII JSON escapes every NUL and surrogate, so clean text is found by one search of
+    # the output instead of a walk over every string of ``value``.
+    if _ESCAPED_REFUSED.search(text) is None:
+        return text
     return json.dumps(storable_value(value))
 
 

@@ -7,6 +7,7 @@ import functools
 from typing import Any, Final
 
 from sqlalchemy import (
+    ColumnClause,
     Select,
     Update,
     and_,
@@ -16,6 +17,7 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    literal_column,
     null,
     or_,
     select,
@@ -40,11 +42,16 @@ SESSION_WITH_BRANCHES = (
     .order_by(BRANCH.c.id)
 )
 _ANY_STATE = FLOOR.alias("any_state")
+_EMPTY: ColumnClause[str] = literal_column("''")
+_FAILED: ColumnClause[str] = literal_column("'failed'")
 LATEST_FOR_OPEN = (
     select(
         FLOOR,
+        # ``status || ''`` keeps SQLite's planner off the status index (with every
+        # session's pending page in it, it scanned them all); the floor's pages are found
+        # by floor id.
         exists()
-        .where(PAGE.c.floor_id == FLOOR.c.id, PAGE.c.status == "pending")
+        .where(PAGE.c.floor_id == FLOOR.c.id, PAGE.c.status.concat(_EMPTY) == "pending")
         .label("has_pending"),
         exists()
         .where(
@@ -61,7 +68,9 @@ LATEST_FOR_OPEN = (
         .scalar_subquery()
         .label("newest_seq"),
     )
-    .where(FLOOR.c.branch_id == bindparam("branch_id"), FLOOR.c.state != "failed")
+    # 'failed' written in the SQL: SQLite then reads the newest live floor from the partial
+    # index of live floors (branch, seq) instead of sorting every floor of the branch.
+    .where(FLOOR.c.branch_id == bindparam("branch_id"), FLOOR.c.state != _FAILED)
     .order_by(FLOOR.c.seq.desc())
     .limit(1)
 )

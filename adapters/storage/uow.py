@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Final
+from typing import Any, Final
 
+from sqlalchemy.engine import Connection, Engine, Transaction
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
     AsyncSession,
 )
+from sqlalchemy.util import greenlet_spawn
 
 from adapters.storage.asset_repo import SqlAssets
 from adapters.storage.database import (
@@ -87,6 +89,53 @@ class SqlUnitOfWork:
             await self._db.close()
 
 
+def _connect_and_begin(engine: Engine) -> tuple[Connection, Transaction]:
+    """A pooled connection with its transaction begun (in SQLAlchemy's sync layer)."""
+    connection = engine.connect()
+    try:
+        return connection, connection.begin()
+    except BaseException:
+        connection.close()
+        raise
+
+
+def _end(connection: Connection, transaction: Transaction, commit: bool) -> None:
+    """Commit (or roll back) ``transaction``, then give ``connection`` back to the pool,
+    whatever the commit did."""
+    try:
+        if commit:
+            transaction.commit()
+        else:
+            transaction.rollback()
+    finally:
+        connection.close()
+
+
+async def _finish(ending: Coroutine[Any, Any, None], *, in_place: bool) -> None:
+    """Run ``ending`` (a commit or rollback and the connection's return) to its end even when
+    the caller is cancelled meanwhile, re-raising the cancellation afterwards: a connection
+    is never left half closed. ``in_place`` (SQLite): run it in the caller's task, where
+    it waits only for another process's lock, and :func:`_end` still closes the connection
+    when that wait is cancelled; otherwise (PostgreSQL) in a task of its own, as SQLAlchemy's
+    own close does."""
+    if in_place:
+        await ending
+        return
+    task = asyncio.ensure_future(ending)
+    cancelled: asyncio.CancelledError | None = None
+    while True:
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError as exc:
+            if task.done():
+                raise
+            cancelled = exc
+        else:
+            break
+    if cancelled is not None:
+        raise cancelled
+
+
 class SqlStorage:
     """The storage port over one SQLAlchemy async engine (SQLite or PostgreSQL)."""
 
@@ -126,12 +175,21 @@ class SqlStorage:
     @asynccontextmanager
     async def _open(self, engine: AsyncEngine) -> AsyncIterator[SqlUnitOfWork]:
         try:
-            async with engine.begin() as connection:
-                uow = SqlUnitOfWork(connection)
-                try:
-                    yield uow
-                finally:
-                    await uow._close_db()
+            # One hand-off into SQLAlchemy's sync layer to connect and begin, one to commit
+            # (or roll back) and close: ``engine.begin()`` takes four, and closes in a task
+            # of its own (see _finish).
+            inline = self._writer is not None
+            connection, transaction = await greenlet_spawn(_connect_and_begin, engine.sync_engine)
+            uow = SqlUnitOfWork(AsyncConnection(engine, connection))
+            try:
+                yield uow
+                await uow._close_db()
+            except BaseException:
+                await _finish(
+                    greenlet_spawn(_end, connection, transaction, False), in_place=inline
+                )
+                raise
+            await _finish(greenlet_spawn(_end, connection, transaction, True), in_place=inline)
         except IntegrityError as exc:
             # The driver's text names the row's values; they go to the log only.
             error_id = new_error_id()
