@@ -142,6 +142,12 @@ class SessionRepository(Protocol):
         """Create a session."""
         ...
 
+    async def get_for_update(self, session_id: int) -> Session:
+        """The session, its row locked until the unit of work ends where the database locks
+        rows (PostgreSQL), so a read-then-write of its settings loses no other process's
+        change; NotFoundError when missing."""
+        ...
+
     async def update_settings(self, session_id: int, settings: SessionSettings) -> None:
         """Replace the session's settings object."""
         ...

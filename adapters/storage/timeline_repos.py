@@ -117,6 +117,13 @@ class SqlSessions(_Repo):
         )
         return convert.session((await self._db.execute(stmt)).one())
 
+    async def get_for_update(self, session_id: int) -> Session:
+        stmt = select(SESSION).where(SESSION.c.id == session_id).with_for_update()
+        row = (await self._db.execute(stmt)).first()
+        if row is None:
+            raise _gone("session")
+        return convert.session(row)
+
     async def update_settings(self, session_id: int, settings: SessionSettings) -> None:
         stmt = (
             update(SESSION).where(SESSION.c.id == session_id).values(settings=settings.to_json())

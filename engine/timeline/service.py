@@ -150,6 +150,17 @@ class TimelineService:
             await uow.sessions.update_settings(session_id, settings)
             return await uow.sessions.get(session_id)
 
+    async def change_settings(self, session_id: int, changes: Mapping[str, Any]) -> Session:
+        """Change some keys of a session's settings, keeping the others, as one atomic step:
+        the row is read locked (:meth:`SessionRepository.get_for_update`), so two processes
+        changing different keys at once both keep their change."""
+        async with self._storage.unit_of_work() as uow:
+            session = await uow.sessions.get_for_update(session_id)
+            data = session.settings.to_json()
+            data.update(changes)
+            await uow.sessions.update_settings(session_id, SessionSettings.from_json(data))
+            return await uow.sessions.get(session_id)
+
     async def branches(self, session_id: int) -> list[Branch]:
         """Every branch of a session, oldest first."""
         async with self._storage.read() as uow:

@@ -19,7 +19,7 @@ from engine.group.settings import group_of
 from engine.ports import EventSink, Storage
 from engine.timeline.errors import TimelineNotFoundError
 from engine.timeline.service import TimelineService
-from engine.timeline.values import MAIN_BRANCH, Branch, Session, SessionSettings
+from engine.timeline.values import MAIN_BRANCH, Branch, Session
 from engine.turns.api import (
     REPLY_POLICIES,
     BranchInfo,
@@ -112,11 +112,9 @@ class Sessions:
             return await uow.sessions.get(session_id)
 
     async def update(self, session_id: int, **changes: Any) -> Session:
-        """Change some keys of the session's settings (the others are kept)."""
-        session = await self.settings(session_id)
-        data = session.settings.to_json()
-        data.update(changes)
-        return await self._timeline.update_settings(session_id, SessionSettings.from_json(data))
+        """Change some keys of the session's settings (the others are kept, and so is a
+        change another process makes at the same time)."""
+        return await self._timeline.change_settings(session_id, changes)
 
     async def open(self, key: SessionKey, *, character: str | None = None) -> SessionInfo:
         """Get or create the session (its realm and main branch with it); a closed session
