@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from engine.memory.bm25 import Bm25Index, weighted_query
 from engine.memory.lineage import Viewpoint, partition_visible
+from engine.memory.query_expansion import expand_query
 from engine.memory.records import MemoryRecord, MemoryRelation
 
 SEARCH_LIMIT = 20
@@ -35,13 +36,14 @@ def search_memories(
     query: str,
     limit: int = SEARCH_LIMIT,
 ) -> list[SearchHit]:
-    """Visible records, compacted ones included, that share a term with ``query``, best BM25
-    first (ties: newer first)."""
+    """Visible records, compacted ones included, that share a term with ``query`` (or a term
+    a word of it stands for: :mod:`engine.memory.query_expansion`), best BM25 first (ties:
+    newer first)."""
     visible = partition_visible(records, relations, view)
     pool = visible.searchable
     compacted = visible.compacted_ids
     index = Bm25Index.build({r.id: r.display for r in pool})
-    terms = weighted_query([(query, 1.0)])
+    terms = expand_query(index, weighted_query([(query, 1.0)]))
     hits = [
         SearchHit(record=r, score=index.score(r.id, terms), compacted=r.id in compacted)
         for r in pool

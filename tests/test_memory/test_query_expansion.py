@@ -12,6 +12,7 @@ from engine.memory.query_expansion import (
     PREFIX_MAP_CACHE_SIZE,
     expand_query,
 )
+from engine.memory.search import search_memories
 from tests.test_memory.helpers import T0, count_tokens, record, view
 
 FACTS = [
@@ -82,3 +83,9 @@ def test_the_prefix_maps_kept_are_bounded() -> None:
         index = _index(f"grandmother number {i}")
         assert expand_query(index, {"grandma": 1.0})["grandmother"] == 1.0
     assert len(expansion._PREFIX_MAPS) == PREFIX_MAP_CACHE_SIZE
+
+
+def test_memory_search_finds_the_fact_a_word_stands_for() -> None:
+    for query, found in (("grandma", "necklace"), ("roadtrip", "trip")):
+        hits = search_memories(FACTS, [], view=view(10), query=query)
+        assert [hit.record.id for hit in hits] == [found]
