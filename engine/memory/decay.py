@@ -10,6 +10,7 @@ describe recent events and fade fast, higher summaries sit in between.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import NamedTuple
@@ -63,13 +64,6 @@ class DecayPolicy:
         return self.micro if record.is_micro else self.macro
 
 
-def half_life_factor(elapsed: float, half_life: float) -> float:
-    """``0.5 ** (elapsed / half_life)``; 1.0 when the half-life is off or nothing elapsed."""
-    if half_life <= 0 or elapsed <= 0:
-        return 1.0
-    return float(0.5 ** (elapsed / half_life))
-
-
 def reference_floor(record: MemoryRecord) -> int:
     """The floor decay counts from: the later of creation and last use."""
     return max(record.created_floor, record.last_used_floor or record.created_floor)
@@ -107,10 +101,23 @@ def decay_parts(record: MemoryRecord, policy: DecayPolicy) -> DecayParts:
 
 def decay_at(parts: DecayParts, floor_no: int, now: datetime) -> float:
     """The weight multiplier in ``[parts.min_factor, 1]`` at ``floor_no`` and ``now``."""
-    factor = half_life_factor(floor_no - parts.floor, parts.half_floors) * half_life_factor(
-        (now - parts.time).total_seconds(), parts.half_seconds
-    )
-    return max(parts.min_factor, min(1.0, factor))
+    return decays_at((parts,), floor_no, now)[0]
+
+
+def decays_at(parts: Sequence[DecayParts], floor_no: int, now: datetime) -> list[float]:
+    """:func:`decay_at` of each parts, in one pass (a turn's ranking needs one per candidate
+    record, so the curve is written out here rather than called twice per record): each half
+    ``0.5 ** (elapsed / half_life)``, 1.0 when the half-life is off or nothing elapsed."""
+    found: list[float] = []
+    for part in parts:
+        floors, half_floors = floor_no - part.floor, part.half_floors
+        seconds, half_seconds = (now - part.time).total_seconds(), part.half_seconds
+        by_floor = 0.5 ** (floors / half_floors) if half_floors > 0 and floors > 0 else 1.0
+        by_time = 0.5 ** (seconds / half_seconds) if half_seconds > 0 and seconds > 0 else 1.0
+        factor = by_floor * by_time
+        least = part.min_factor
+        found.append(least if factor < least else 1.0 if factor > 1.0 else factor)
+    return found
 
 
 def decay_factor(

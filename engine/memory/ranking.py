@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from engine.memory.bm25 import cached_index, relative_scores, weighted_query
-from engine.memory.decay import DecayParts, DecayPolicy, decay_at, decay_parts
+from engine.memory.decay import DecayParts, DecayPolicy, decay_parts, decays_at
 from engine.memory.fusion import SemanticSignal
 from engine.memory.lineage import Viewpoint, partition_visible
 from engine.memory.query_expansion import expand_query
@@ -173,9 +173,9 @@ def score_units(
     rows: list[RankedUnit] = []
     keys: list[tuple[bool, float, UnitOrder]] = []
     add_row, add_key = rows.append, keys.append  # hundreds of units a turn: the loop is hot
-    for facts in pool:
+    decays = decays_at([facts.decay for facts in pool], floor_no, now)
+    for facts, decay in zip(pool, decays, strict=True):
         record = facts.record
-        decay = decay_at(facts.decay, floor_no, now)
         recalled = record.id in compacted_ids
         pinned = (
             not recalled and record.kind is MemoryKind.OPEN_LOOP and record.importance >= pin_at
