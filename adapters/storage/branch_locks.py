@@ -29,10 +29,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import Final
 
-from sqlalchemy import func, select
+from sqlalchemy import BigInteger, bindparam, func, select
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from adapters.storage.database import ping_when_idle
+from adapters.storage.direct import DirectRunner
 from engine.turns.locks import BranchLocks
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,12 @@ MAX_LOCK_CONNECTIONS: Final = 16
 connection of its own for as long as its turn runs."""
 KEY_DOMAIN: Final = b"tavernbot-branch\x00"
 """Mixed into every key, so other users of advisory locks on the database rarely meet ours."""
+
+
+ADVISORY_LOCK: Final = select(func.pg_advisory_lock(bindparam("key", type_=BigInteger)))
+ADVISORY_UNLOCK: Final = select(func.pg_advisory_unlock(bindparam("key", type_=BigInteger)))
+"""Taking and giving back a branch's lock: prebuilt, and run on the driver connection
+(:mod:`adapters.storage.direct`) in the lock connection's autocommit mode."""
 
 
 def branch_key(session_id: int, branch: str) -> int:
@@ -63,13 +71,12 @@ class AdvisoryBranchLocks:
         self._local = BranchLocks()
         self._slots = asyncio.Semaphore(max_connections)
         # Autocommit: a lock held across the model call never holds a transaction open.
+        # A pooled lock connection is pinged only after it sat idle (as the units of work's
+        # are): a ping at every checkout was three round trips per turn.
         self._engine: AsyncEngine = create_async_engine(
-            url,
-            isolation_level="AUTOCOMMIT",
-            pool_size=max_connections,
-            max_overflow=0,
-            pool_pre_ping=True,
+            url, isolation_level="AUTOCOMMIT", pool_size=max_connections, max_overflow=0
         )
+        ping_when_idle(self._engine)
 
     @classmethod
     def for_engine(
@@ -91,7 +98,7 @@ class AdvisoryBranchLocks:
         async with self._local.hold(session_id, branch), self._slots:
             conn = await self._engine.connect()
             try:
-                await conn.execute(select(func.pg_advisory_lock(key)))
+                await DirectRunner(conn).execute(ADVISORY_LOCK, {"key": key})
             except BaseException:
                 # Cancelled (or failed) while queued: the lock may have been granted at that
                 # very moment, so the connection goes, and the server drops its locks.
@@ -111,7 +118,7 @@ async def _release(conn: AsyncConnection, key: int) -> None:
     """Unlock ``key`` and return the connection; a connection that cannot say it unlocked
     is closed instead (which unlocks too)."""
     try:
-        unlocked = (await conn.execute(select(func.pg_advisory_unlock(key)))).scalar()
+        unlocked = (await DirectRunner(conn).execute(ADVISORY_UNLOCK, {"key": key})).scalar()
     except BaseException:
         await _discard(conn)
         raise

@@ -14,7 +14,8 @@ schema through ``search_path``; tests use it to isolate themselves.
 
 A pooled PostgreSQL connection is checked before use only when it sat idle for
 :data:`PING_IDLE_S` (a server restart or a dropped link is found then, and the pool opens a
-fresh one): asyncpg's check is three round trips, and a turn takes three connections.
+fresh one): asyncpg's check is three round trips, and a turn takes two connections plus
+the one holding its branch lock (:mod:`adapters.storage.branch_locks`, pinged the same way).
 
 On both backends every bound string and every JSON value passes
 :mod:`adapters.storage.text_edge` (NUL and lone surrogates become U+FFFD) before the driver
@@ -43,7 +44,7 @@ SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
 """How long a SQLite writer waits for the lock before giving up."""
 
 PG_POOL_SIZE: Final = 10
-"""PostgreSQL connections a process keeps open for its units of work (a turn takes three,
+"""PostgreSQL connections a process keeps open for its units of work (a turn takes two,
 one at a time)."""
 PG_MAX_OVERFLOW: Final = 5
 """Connections opened past the pool under load and closed when given back (at most
@@ -93,11 +94,11 @@ def create_engine(url: str, *, schema: str | None = None, echo: bool = False) ->
         json_serializer=storable_json,
     )
     _clean_text_at_the_edge(engine)
-    _ping_when_idle(engine)
+    ping_when_idle(engine)
     return engine
 
 
-def _ping_when_idle(engine: AsyncEngine) -> None:
+def ping_when_idle(engine: AsyncEngine) -> None:
     """Ping a pooled connection at checkout only after :data:`PING_IDLE_S` idle (what
     ``pool_pre_ping`` does on every checkout)."""
     pool, dialect = engine.sync_engine.pool, engine.sync_engine.dialect

@@ -24,6 +24,8 @@ REPLACEMENT: Final = "\ufffd"
 """What a refused character becomes."""
 
 _REFUSED: Final = re.compile("[\x00\ud800-\udfff]")
+_PLAIN: Final = frozenset({str, int, float, bool, type(None), bytes})
+"""Parameter types that hold no other values (a str is checked, the rest pass as they are)."""
 
 
 def storable_text(text: str) -> str:
@@ -76,6 +78,14 @@ def storable_parameters(parameters: Any) -> Any:
         return storable_text(parameters)
     if isinstance(parameters, dict):
         return {k: storable_parameters(v) for k, v in parameters.items()}
+    # One statement's positional values (the common case): a scan, and a copy only when a
+    # string needs cleaning.
+    if (
+        isinstance(parameters, tuple)
+        and all(type(p) in _PLAIN for p in parameters)
+        and not any(type(p) is str and _REFUSED.search(p) for p in parameters)
+    ):
+        return parameters
     if isinstance(parameters, list | tuple):
         cleaned = [storable_parameters(p) for p in parameters]
         return tuple(cleaned) if isinstance(parameters, tuple) else cleaned

@@ -58,7 +58,7 @@ class SqlUnitOfWork:
 
     def __init__(self, connection: AsyncConnection) -> None:
         # Repositories run Core statements on the transaction's connection, without an ORM
-        # session's bookkeeping (a turn opens three units of work; a session per unit cost
+        # session's bookkeeping (a turn opens two units of work; a session per unit cost
         # more CPU than some of their statements).
         # The turn's prebuilt statements run on the driver connection (adapters.storage.direct).
         self.connection = connection

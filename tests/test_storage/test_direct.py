@@ -18,7 +18,12 @@ from sqlalchemy import event, select
 from adapters.storage import SqlStorage
 from adapters.storage.direct import PLAN_CACHE_SIZE, DirectRunner, plan_of
 from adapters.storage.tables import FLOOR, PAGE
-from adapters.storage.text_edge import REPLACEMENT, storable_json, storable_value
+from adapters.storage.text_edge import (
+    REPLACEMENT,
+    storable_json,
+    storable_parameters,
+    storable_value,
+)
 from adapters.storage.turn_statements import (
     INSERT_FLOOR,
     INSERT_PAGE,
@@ -139,3 +144,10 @@ async def test_a_cancelled_unit_of_work_gives_its_connection_back(storage: SqlSt
     assert pool.checkedout() == 0  # type: ignore[attr-defined]
     async with storage.unit_of_work() as uow:  # and the storage goes on
         assert (await uow.sessions.get(opened.session.id)).id == opened.session.id
+
+
+def test_clean_positional_parameters_pass_as_they_are() -> None:
+    clean = (1, "text", None, 2.5, b"x")
+    assert storable_parameters(clean) is clean
+    cleaned = storable_parameters((1, "a\x00", ["b\ud800"]))
+    assert cleaned == (1, f"a{REPLACEMENT}", [f"b{REPLACEMENT}"])
