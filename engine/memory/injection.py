@@ -124,22 +124,8 @@ class InjectionPolicy:
             raise MemoryPolicyError("injection relevance weights must not be negative")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ScoredUnit:
-    """A candidate unit with the parts of its score (relevance and recent in [0, 1])."""
-
-    unit: MemoryUnit
-    score: float
-    decay: float
-    relevance: float
-    recent: float
-    pinned: bool
-    recalled: bool = False  # from a record compacted into a summary
-
-    @property
-    def record(self) -> MemoryRecord:
-        """The record the unit belongs to."""
-        return self.unit.record
+ScoredUnit = RankedUnit
+"""A candidate unit with the parts of its score (:class:`engine.memory.ranking.RankedUnit`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -195,18 +181,7 @@ def rank_units(
     """
     policy = policy or InjectionPolicy()
     ranked = score_units(records, relations, view, now, message, recent_turns, policy, semantic)
-    return [
-        ScoredUnit(
-            unit=item.unit,
-            score=item.score,
-            decay=item.decay,
-            relevance=item.relevance,
-            recent=item.recent,
-            pinned=item.pinned,
-            recalled=item.recalled,
-        )
-        for item in ranked[: policy.candidate_pool]
-    ]
+    return ranked[: policy.candidate_pool]
 
 
 def rank_memories(

@@ -47,8 +47,9 @@ UnitOrder = tuple[int, str, int]
 
 
 class RankedUnit(NamedTuple):
-    """A candidate unit with the parts of its score (relevance and recent in [0, 1]): the
-    fields of :class:`engine.memory.injection.ScoredUnit`, as a tuple that is cheap to make."""
+    """A candidate unit with the parts of its score (relevance and recent in [0, 1]), a tuple
+    because a turn makes one per candidate; ``recalled``: from a record compacted into a
+    summary."""
 
     unit: MemoryUnit
     score: float
