@@ -9,6 +9,7 @@ nothing for a card without one.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -60,6 +61,23 @@ async def _start(fake: FakeDiscord, world: World, character: str = "Mira") -> No
     record = await fake.slash(world.rp, world.gm, "tavern start", character=character)
     assert f"**{character}** plays here now" in record.text, record.text
     await fake.wait_idle()
+
+
+async def _greeting(fake: FakeDiscord, world: World) -> dict[str, Any]:
+    """The greeting's webhook message once it is posted whole (see :func:`_whole`)."""
+    return (await _whole(fake, lambda: webhook_replies(fake, world.rp.id)))[0]
+
+
+async def _whole(
+    fake: FakeDiscord, messages: Callable[[], list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """``messages()`` once one of them shows the greeting's page counter: the bot may still be
+    posting the greeting when the command's answer is in and the fake has gone quiet."""
+    await fake.wait_for(
+        lambda: [m for m in messages() if "‹ 1/2 ›" in m["content"]],
+        what="the greeting with its page counter",
+    )
+    return messages()
 
 
 def _count(haystack: list[dict[str, Any]], text: str) -> int:
@@ -144,7 +162,7 @@ async def test_swipe_reactions_on_the_greeting_show_its_alternate(
     await start_real()
     await _import_mira(fake, world)
     await _start(fake, world)
-    greeting = webhook_replies(fake, world.rp.id)[0]
+    greeting = await _greeting(fake, world)
     await fake.react(greeting, world.gm, "▶️")
     await fake.wait_for(
         lambda: webhook_replies(fake, world.rp.id)[0]["content"].startswith("Back again, Gwen?"),
@@ -183,7 +201,7 @@ async def test_without_webhooks_the_bot_posts_the_greeting_under_the_name(
     await start_real()
     await _import_mira(fake, world)
     await _start(fake, world)
-    sent = fake.sent_in(world.rp)
+    sent = await _whole(fake, lambda: fake.sent_in(world.rp))
     assert [m["content"] for m in sent] == [
         "**Mira**\nThe fire crackles. Welcome, Gwen!\n-# ‹ 1/2 ›"
     ]
@@ -196,7 +214,7 @@ async def test_after_a_restart_the_greetings_message_still_finds_its_floor(
     runner = await start_real()
     await _import_mira(fake, world)
     await _start(fake, world)
-    greeting = webhook_replies(fake, world.rp.id)[0]
+    greeting = await _greeting(fake, world)
     await runner.close()
     await engine.close()
     await engine.open()

@@ -306,7 +306,11 @@ async def test_regenerating_a_members_reply_streams_under_its_own_name(
     llm.script(FakeReply(text="Ahoy."))
     (bob,) = await _turn(real, chat, ann, "Bob, ahoy!", 1)
     edits = len(tg.calls_of("editMessageText"))
-    llm.script(FakeReply(text="Ahoy there, the sea is calm tonight.", chunk_chars=5))
+    # Paced like a real model, so the message shows the text growing (an engine that writes
+    # the page faster than the chunks come would otherwise show the whole reply in one edit).
+    llm.script(
+        FakeReply(text="Ahoy there, the sea is calm tonight.", chunk_chars=5, chunk_delay_s=0.05)
+    )
     await tg.press(chat, ann, bob.message_id, button(bob, "🔄"))
     await tg.wait_until(lambda: counter(bob) == "2/2", wait_s=WAIT_S)
     assert bob.html == "<b>Bob</b>\nAhoy there, the sea is calm tonight."
