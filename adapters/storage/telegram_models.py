@@ -3,8 +3,9 @@
 
 ``telegram_update`` records each update id a process took, so a redelivered update reaching
 another process is dropped, and so the updates of one chat run in ``update_id`` order across
-processes. ``role_lease`` names the one process holding a role (the Telegram long poller) until
-its lease expires.
+processes; it keeps the update itself (``payload``), so a live process can take over the
+updates of a process that died (:mod:`adapters.telegram.orphans`). ``role_lease`` names the one
+process holding a role (the Telegram long poller) until its lease expires.
 
 These models join :class:`adapters.storage.models.Base` (``models`` imports this module at its
 end), so Alembic and the "models agree with migrations" test see them.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Index, String
+from sqlalchemy import BigInteger, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from adapters.storage.models import Base, utcnow
@@ -29,7 +30,17 @@ class TelegramUpdateRow(Base):
     """An update a process took: which bot, which chat, who took it and whether it is done."""
 
     __tablename__ = "telegram_update"
-    __table_args__ = (Index("ix_telegram_update_chat", "bot_id", "chat_id", "update_id"),)
+    __table_args__ = (
+        Index("ix_telegram_update_chat", "bot_id", "chat_id", "update_id"),
+        # The sweep for a dead process's updates reads only the ones not done.
+        Index(
+            "ix_telegram_update_open",
+            "bot_id",
+            "update_id",
+            sqlite_where=text("done_at IS NULL"),
+            postgresql_where=text("done_at IS NULL"),
+        ),
+    )
 
     bot_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     update_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
@@ -37,6 +48,9 @@ class TelegramUpdateRow(Base):
     owner: Mapped[str] = mapped_column(String(OWNER_LENGTH))
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
     done_at: Mapped[datetime | None] = mapped_column()
+    payload: Mapped[str | None] = mapped_column(Text)
+    """The update as Telegram sent it (JSON), for a live process to handle if its owner dies;
+    None for claims made before migration 0010."""
 
 
 class RoleLeaseRow(Base):

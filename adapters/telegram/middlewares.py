@@ -39,6 +39,11 @@ def chat_of(update: Update) -> Chat | None:
     return None
 
 
+def _payload(update: Update) -> str:
+    """The update as JSON, as Telegram sends it (kept with its claim for a take-over)."""
+    return update.model_dump_json(exclude_none=True, by_alias=True)
+
+
 class OrderMiddleware(BaseMiddleware):
     """Serialises each chat's updates and tracks what is in flight (see the module docstring)."""
 
@@ -62,14 +67,16 @@ class OrderMiddleware(BaseMiddleware):
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
         if not isinstance(event, Update):
             return await handler(event, data)
-        if not self.state.first_sight(event.update_id):
-            log.info("update %s delivered again; dropped", event.update_id)
-            return None
         chat = chat_of(event)
+        # Another process's update is not remembered as seen here: if that process dies,
+        # this one may take the update over and handle it (see .orphans).
         if self.shared is not None and not await self.shared.admit(
-            event.update_id, chat.id if chat is not None else None
+            event.update_id, chat.id if chat is not None else None, lambda: _payload(event)
         ):
             log.info("update %s was taken by another process; dropped", event.update_id)
+            return None
+        if not self.state.first_sight(event.update_id):
+            log.info("update %s delivered again; dropped", event.update_id)
             return None
         if self.last_update_id is None or event.update_id > self.last_update_id:
             self.last_update_id = event.update_id

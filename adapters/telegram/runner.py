@@ -12,7 +12,8 @@ claims each update before handling it, so a redelivered update is answered once 
 updates run in order across processes (:mod:`.updates_seen`, :mod:`.webhook`); in polling mode
 only the holder of the poller role polls, the others stand by and take over when its lease
 expires (:mod:`.leader`). Every webhook process registers the same ``webhook_url``: setWebhook
-with the same URL is idempotent.
+with the same URL is idempotent. Each process also sweeps for updates a dead process had taken
+but not handled, and handles them in its place (:mod:`.orphans`, an owned task).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from aiogram import Bot, Dispatcher
 from aiogram.client.default import DefaultBotProperties
@@ -42,6 +43,7 @@ from adapters.telegram.context import Where
 from adapters.telegram.convert import thread_of_branch
 from adapters.telegram.leader import PollerLeader, RoleStore
 from adapters.telegram.middlewares import AllowListMiddleware, OrderMiddleware
+from adapters.telegram.orphans import OrphanSweep
 from adapters.telegram.retry import RetryMiddleware, Sleep
 from adapters.telegram.routers import build_routers
 from adapters.telegram.routers.commands import command_scopes
@@ -65,6 +67,15 @@ INTERRUPTED_LINE = (
 
 class Coordination(UpdateLedger, RoleStore, Protocol):
     """The shared database's side of several processes serving one bot."""
+
+
+@runtime_checkable
+class Recovering(Protocol):
+    """A service that can fail dead processes' turns now (the engine's TavernService)."""
+
+    async def sweep(self) -> object:
+        """Fail the turns dead processes left in progress."""
+        ...
 
 
 def bot_id_of(token: str) -> int:
@@ -117,6 +128,16 @@ class TelegramRunner:
                     stop=self._stop_polling,
                 )
         self._leading: asyncio.Task[None] | None = None
+        self.orphans: OrphanSweep | None = None
+        self._sweeping: asyncio.Task[None] | None = None
+        if self.shared is not None:
+            self.orphans = OrphanSweep(
+                self.shared,
+                self.dispatcher,
+                self.bot,
+                service,
+                recover=service.sweep if isinstance(service, Recovering) else None,
+            )
         self.order = OrderMiddleware(
             self.frontend.state, config.allowed_users, batch=config.batch_lines, shared=self.shared
         )
@@ -178,6 +199,8 @@ class TelegramRunner:
                 self._leading = asyncio.create_task(self.leader.run(), name="telegram-leader")
             else:
                 await self._start_polling()
+            if self.orphans is not None:
+                self._sweeping = asyncio.create_task(self.orphans.run(), name="telegram-orphans")
         except BaseException as exc:
             # A bad token or an unreachable server: leave nothing open behind.
             if self._web is not None:
@@ -265,12 +288,15 @@ class TelegramRunner:
         """Stop receiving, drain updates in flight, confirm them, close the session (and give
         the poller role up, so a stand-by process takes over at once)."""
         polled = self._polling is not None
-        if self._leading is not None:
-            self._leading.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._leading
-            self._leading = None
+        for task in (self._leading, self._sweeping):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._leading = self._sweeping = None
         await self._stop_polling()
+        if self.orphans is not None:  # updates it took over finish like the others
+            await self.orphans.close(DRAIN_TIMEOUT_S)
         try:
             async with asyncio.timeout(DRAIN_TIMEOUT_S):
                 await self.order.drained()

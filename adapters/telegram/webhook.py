@@ -5,7 +5,9 @@ handles the update in a background task it owns) with one step added before the 
 update is claimed in the shared ledger (:mod:`.updates_seen`). A redelivered update that another
 process claimed is acknowledged and dropped; and because the claim is written before Telegram
 hears back, an earlier update of the same chat is always recorded before a later one arrives,
-which is what lets the chat's updates run in order in whichever process takes them.
+which is what lets the chat's updates run in order in whichever process takes them. The claim
+keeps the update as Telegram sent it, so that if this process dies before handling it a live
+one does (:mod:`.orphans`): Telegram will not send it again.
 """
 
 from __future__ import annotations
@@ -41,11 +43,10 @@ class ClaimingRequestHandler(SimpleRequestHandler):
 
     async def _handle_request_background(self, bot: Bot, request: web.Request) -> web.Response:
         if self.shared is not None:
-            update = Update.model_validate(
-                await request.json(loads=bot.session.json_loads), context={"bot": bot}
-            )
+            payload = await request.text()  # aiohttp keeps the body: the handler reads it again
+            update = Update.model_validate(bot.session.json_loads(payload), context={"bot": bot})
             chat = chat_of(update)
-            if not await self.shared.admit(update.update_id, chat.id if chat else None):
+            if not await self.shared.admit(update.update_id, chat.id if chat else None, payload):
                 log.info("update %s was taken by another process; dropped", update.update_id)
                 return web.json_response({}, dumps=bot.session.json_dumps)
         return await super()._handle_request_background(bot=bot, request=request)

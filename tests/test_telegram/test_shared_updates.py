@@ -28,7 +28,13 @@ class Ledger:
         self.pending = False
 
     async def claim_update(
-        self, bot_id: int, update_id: int, chat_id: int | None, owner: str, now: datetime
+        self,
+        bot_id: int,
+        update_id: int,
+        chat_id: int | None,
+        owner: str,
+        now: datetime,
+        payload: str | None = None,
     ) -> bool:
         if update_id in self.claims:
             return False
