@@ -124,6 +124,13 @@ async def load_assets(
     for all of them; parsed values come from :data:`PARSED` while an asset is unchanged).
     In a group the card is the one of ``speaker`` (see :func:`speaking`) and every member's
     card is read too, for :attr:`SessionAssets.group`."""
+    found = await uow.assets.get_many(session.realm_id, assets_wanted(session, speaker))
+    return assets_from(session, {(a.kind, a.name): a for a in found}, speaker=speaker)
+
+
+def assets_wanted(session: Session, speaker: str | None = None) -> list[tuple[AssetKind, str]]:
+    """The ``(kind, name)`` of every asset :func:`assets_from` reads, so a caller can read
+    them together with others of the realm in one statement."""
     settings = session.settings
     group = group_of(settings.extra)
     name = speaking(session, speaker)
@@ -136,7 +143,20 @@ async def load_assets(
         wanted.append(("preset", settings.preset))
     wanted.extend(("worldbook", name) for name in settings.worldbooks)
     wanted.extend(("regex", name) for name in settings.regex_sets)
-    found = {(a.kind, a.name): a for a in await uow.assets.get_many(session.realm_id, wanted)}
+    return wanted
+
+
+def assets_from(
+    session: Session,
+    found: Mapping[tuple[AssetKind, str], Asset],
+    *,
+    speaker: str | None = None,
+) -> SessionAssets:
+    """:func:`load_assets` over assets already read (``found``: at least those of
+    :func:`assets_wanted`, by kind and name)."""
+    settings = session.settings
+    group = group_of(settings.extra)
+    name = speaking(session, speaker)
     card: CharacterCard | None = None
     if name and (asset := found.get(("card", name))) is not None:
         card = PARSED.get(asset, _card)

@@ -5,15 +5,15 @@ they write; its description goes into their turns' prompts.
 
 Personas are read through, never cached, so a persona set or cleared through another process
 is what the next turn here uses: a new floor's speakers, and the answered speaker's
-description, are read by their ids in the unit of work that opens the floor and reads the turn
-(:func:`name_lines`); a turn on an existing floor reads the answered speaker's description with
-the turn (:func:`persona_of`). A realm-wide cache
-would need a version read per turn anyway, which costs as much as these reads.
+description, are read by their ids with the session's other assets in the unit of work that
+opens the floor and reads the turn (:func:`persona_pairs`, :func:`name_lines`); a turn on an
+existing floor reads the answered speaker's description with the turn (:func:`persona_of`). A
+realm-wide cache would need a version read per turn anyway, which costs as much as these reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from engine.errors import ConfigurationError, NotFoundError
@@ -31,6 +31,7 @@ __all__ = [
     "Personas",
     "name_lines",
     "persona_of",
+    "persona_pairs",
 ]
 
 PERSONA_ASSET: Final = "persona"
@@ -101,18 +102,24 @@ class Personas:
             raise NotFoundError(f"user {user_id} has no persona in realm {key.realm}")
 
 
-async def name_lines(
-    uow: UnitOfWork, realm_id: int, lines: Sequence[UserLine]
+def persona_pairs(lines: Sequence[UserLine]) -> list[tuple[AssetKind, str]]:
+    """The ``(kind, name)`` of the persona assets of ``lines``' speakers, for
+    :func:`name_lines` (read with the turn's other assets in one statement)."""
+    return [(_KIND, user_id) for user_id in sorted({line.speaker.id for line in lines})]
+
+
+def name_lines(
+    lines: Sequence[UserLine], found: Mapping[tuple[AssetKind, str], Asset]
 ) -> tuple[list[UserLine], dict[str, str]]:
-    """Inside ``uow``: ``lines`` with each speaker named by their persona in the realm, and
-    the persona description of every speaker of ``lines`` ("" when they have none), in one
-    read."""
-    wanted = [(_KIND, user_id) for user_id in sorted({line.speaker.id for line in lines})]
-    found = await uow.assets.get_many(realm_id, wanted) if wanted else []
-    personas = {asset.name: _values(asset) for asset in found}
-    described = {
-        user_id: personas[user_id][1] if user_id in personas else "" for _, user_id in wanted
+    """``lines`` with each speaker named by their persona (``found``: the realm's assets
+    read by kind and name, the :func:`persona_pairs` among them), and the persona
+    description of every speaker of ``lines`` ("" when they have none)."""
+    personas = {
+        user_id: _values(asset)
+        for _, user_id in persona_pairs(lines)
+        if (asset := found.get((_KIND, user_id))) is not None
     }
+    described = {line.speaker.id: personas.get(line.speaker.id, ("", ""))[1] for line in lines}
     return _named(lines, personas), described
 
 

@@ -31,8 +31,8 @@ from engine.turns.group_turns import GroupTurns
 from engine.turns.locks import BranchOrder
 from engine.turns.memory_access import MemoryAccess
 from engine.turns.options import MEMORY_BUDGET, TOOLS_SETTING, memory_enabled, session_stages
-from engine.turns.parsed_assets import SessionAssets, card_fields, load_assets
-from engine.turns.personas import Personas, name_lines
+from engine.turns.parsed_assets import SessionAssets, assets_from, assets_wanted, card_fields
+from engine.turns.personas import Personas, name_lines, persona_pairs
 from engine.turns.profile_store import ProfileStore
 from engine.turns.sessions import SessionIds, Sessions
 from engine.turns.tool_builtins import ToolEnv
@@ -151,9 +151,12 @@ class Turns:
                 async with self._storage.unit_of_work() as uow:
                     session, branches = await uow.sessions.get_with_branches(ids.session_id)
                     self._sessions.refuse(key, session)
-                    named, personas = await name_lines(uow, ids.realm_id, lines)
+                    wanted = assets_wanted(session) + persona_pairs(lines)
+                    rows = await uow.assets.get_many(session.realm_id, wanted)
+                    found = {(a.kind, a.name): a for a in rows}
+                    named, personas = name_lines(lines, found)
                     inputs = _inputs(named)
-                    assets = await load_assets(uow, session)
+                    assets = assets_from(session, found)
                     if not assets.scripts and assets.settings is None:
                         opened = await self._open(
                             uow, session, branches, target, assets, inputs, personas

@@ -18,14 +18,15 @@ from engine.turns.parsed_assets import ASSET_CACHE_SIZE, ParsedAssets
 from engine.turns.service import TavernService
 from tests.test_turns.conftest import KEY, line
 
-RESPOND_STATEMENTS = 16
+RESPOND_STATEMENTS = 15
 """SQL statements one respond may run on SQLite (BEGIN included; it ran 28 before the
 turn's reads and writes were merged into fewer units of work, 15 before issue 19 read the
 closed flag and the speakers' personas through in a read of their own, and the answered
 speaker's persona with the turn, so a change made by another process is never missed; 18
 before issue 20 stored the page's itemization, one INSERT in the commit's transaction; 19
 before the closed flag and the personas were read in the unit of work that opens the floor,
-which also knows the answered speaker's persona from that read)."""
+which also knows the answered speaker's persona from that read; 16 before the speakers'
+personas were read in the same statement as the session's card and other assets)."""
 
 
 @contextmanager
@@ -59,6 +60,8 @@ async def test_respond_runs_a_fixed_small_number_of_statements(
     assert len(late) == len(early)
     # Admit (closed flag, personas) + open + read, then commit.
     assert sum(s.startswith("BEGIN") for s in late) == 2
+    # The personas come with the card (and any other asset) in one read.
+    assert sum(s.startswith("SELECT asset.") for s in late) == 1
     # How the prompt was assembled rides on the page's commit: one statement.
     assert sum(s.startswith("INSERT INTO page_itemization") for s in late) == 1
 
