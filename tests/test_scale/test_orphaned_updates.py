@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -196,6 +197,7 @@ class Ledger:
         self.orphans = orphans
         self.done: list[int] = []
         self.sweeps = 0
+        self.third_sweep = asyncio.Event()
 
     async def claim_update(self, *args: Any) -> bool:
         return True
@@ -213,6 +215,8 @@ class Ledger:
         self, bot_id: int, owner: str, now: datetime, limit: int
     ) -> list[tuple[int, str, str]]:
         self.sweeps += 1
+        if self.sweeps >= 3:
+            self.third_sweep.set()
         return [(u, "dead", p) for u, p in sorted(self.orphans.items())][:limit]
 
     async def take_update(self, bot_id: int, update_id: int, old_owner: str, owner: str) -> bool:
@@ -280,12 +284,17 @@ async def test_the_sweep_runs_every_named_interval() -> None:
     ledger = Ledger({})
     sweep = sweep_of(ledger, FakeService({}), [], interval_s=0.05)
     assert sweep_of(Ledger({}), FakeService({}), []).interval_s == ORPHAN_SWEEP_S
+    # Counted, not timed: three sweeps take at least three intervals (a sleep is never
+    # shorter than asked), however slow the machine.
+    started = time.monotonic()
     task = asyncio.create_task(sweep.run())
-    await asyncio.sleep(0.4)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert 3 <= ledger.sweeps <= 9
+    try:
+        await ledger.third_sweep.wait()
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert time.monotonic() - started >= 3 * 0.05
     with pytest.raises(ValueError, match="positive"):
         sweep_of(ledger, FakeService({}), [], interval_s=0)
     await sweep.bot.session.close()
