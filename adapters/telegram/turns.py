@@ -91,7 +91,10 @@ class Turns:
             except EngineError as exc:
                 line = failure_line(exc, TURN_FAILED, logger=log)
                 kept = await self._kept_failed_floor(where, lines, after=turn.replies)
-                await self._fail(bot, where, turn.for_failure(), line, kept)
+                # A later member's failure leaves the earlier members' replies as they are.
+                await self._fail(
+                    bot, where, turn.for_failure(), line, kept, same_turn=bool(turn.replies)
+                )
                 # The user's lines are on the turn's first floor.
                 opened = turn.replies[0] if turn.replies else kept
                 if opened is not None:
@@ -282,16 +285,19 @@ class Turns:
         writer: ReplyWriter,
         line: str,
         latest: ReplyView | None,
+        *,
+        same_turn: bool = False,
     ) -> None:
         """Show the error ``line`` where the reply would have been. With the branch's
         ``latest`` floor it gets that floor's keyboard (🔄 alone when the floor failed, the
-        swipe row when a retry of a committed floor failed) and stands for the floor."""
+        swipe row when a retry of a committed floor failed) and stands for the floor; in a
+        group turn that already replied (``same_turn``) the earlier replies keep theirs."""
         if latest is None:
             await writer.fail(line)
             return
         if latest.failed:
             ids = await writer.fail(line, retry_keyboard(where.branch))
-            await self._shows(bot, where, ids, latest, page=None)
+            await self._shows(bot, where, ids, latest, page=None, same_turn=same_turn)
         else:
             markup = swipe_keyboard(where.branch, latest.page, latest.pages)
             ids = await writer.fail(line, markup)

@@ -263,6 +263,7 @@ async def test_a_later_member_failing_keeps_the_earlier_reply_and_retries_alone(
     await _two_members(real, chat, ann)
     llm.script(FakeReply(text="Aye."), FakeError(status=500))
     bob, error = await _turn(real, chat, ann, "Bob, Mira: ready?", 2)
+    await real.ask(chat, ann, "/members", "Characters:")  # the failed turn's handler is done
     # Bob's reply stays as it was; Mira's failure is its own message, with 🔄 alone.
     assert (bob.html, counter(bob)) == ("<b>Bob</b>\nAye.", "1/1")
     assert (error.text or "").startswith("⚠️")
