@@ -133,6 +133,8 @@ class MacroEnv:
         self.warning_count += 1
         if len(self.warnings) < MAX_WARNINGS:
             where = self.call_position if position is None else position
+            if self.template is not None:  # warnings point into the text as written
+                where = self.template.original_position(where)
             self.warnings.append(
                 MacroWarning(
                     code=code, message=message, position=where, macro_name=name, raw_text=raw

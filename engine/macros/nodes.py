@@ -248,7 +248,7 @@ class Template:
     ``original`` is the text as given (SillyTavern hashes it for ``{{pick}}``).
     """
 
-    __slots__ = ("original", "src", "items", "notes", "_content_hash")
+    __slots__ = ("original", "src", "items", "notes", "_content_hash", "_rewrites")
 
     def __init__(
         self,
@@ -262,6 +262,20 @@ class Template:
         self.items = items
         self.notes = notes
         self._content_hash: int | None = None
+        self._rewrites: tuple[tuple[int, int, int], ...] | None = None
+
+    def original_position(self, position: int) -> int:
+        """A position in :attr:`src` as a position in :attr:`original` (legacy syntax that
+        pre-processing rewrote shifts what follows it)."""
+        if self.src == self.original:
+            return position
+        if self._rewrites is None:
+            from engine.macros.processing import rewrites
+
+            self._rewrites = rewrites(self.original)
+        from engine.macros.processing import original_position
+
+        return original_position(self._rewrites, position)
 
     def content_hash(self) -> int:
         """SillyTavern's string hash of the original text (computed once, on first use)."""

@@ -50,6 +50,44 @@ def preprocess(text: str) -> str:
     return text
 
 
+Rewrite = tuple[int, int, int]
+"""A rewritten span: where it starts and ends in the pre-processed text, and how much longer
+it became there than it was in the text as written."""
+
+
+def rewrites(original: str) -> tuple[Rewrite, ...]:
+    """Where :func:`preprocess` changed ``original``, in order (none for most texts). The two
+    rewrites never overlap: a time macro holds no ``<`` and a marker's macro no ``time_``."""
+    found: list[tuple[int, int, str]] = []
+    if "{{" in original:
+        times = _LEGACY_TIME.finditer(original)
+        found.extend((m.start(), m.end(), _legacy_time(m)) for m in times)
+    if "<" in original:
+        markers = _LEGACY_MARKER.finditer(original)
+        found.extend((m.start(), m.end(), _marker(m)) for m in markers)
+    spans: list[Rewrite] = []
+    shift = 0
+    for start, end, replacement in sorted(found):
+        grown = len(replacement) - (end - start)
+        spans.append((start + shift, start + shift + len(replacement), grown))
+        shift += grown
+    return tuple(spans)
+
+
+def original_position(spans: tuple[Rewrite, ...], position: int) -> int:
+    """``position`` in the pre-processed text, as a position in the text as written (a
+    position inside a rewritten span is the span's start), so a warning points where the
+    author wrote the macro."""
+    shift = 0
+    for start, end, grown in spans:
+        if position < start:
+            break
+        if position < end:
+            return start - shift
+        shift += grown
+    return position - shift
+
+
 def has_legacy_marker(text: str) -> bool:
     """True when ``text`` holds a ``<USER>``-style marker that pre-processing rewrites."""
     return _LEGACY_MARKER.search(text) is not None

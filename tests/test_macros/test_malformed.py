@@ -141,7 +141,7 @@ def test_stray_closer_around_a_vector_is_kept_and_the_rest_evaluates_as_written(
     out = _run(variant, case)
     assert out["text"] == (case["text"] + closer if at_end else closer + case["text"])
     assert _stores(out) == _stores(base)
-    position = len(preprocess(template)) if at_end else 0
+    position = len(template) if at_end else 0  # in the text as written
     assert any(
         d["code"] == "macro_unmatched_closing_block" and d["position"] == position
         for d in out["warning_details"]
@@ -223,7 +223,7 @@ def test_unterminated_opener_after_a_vector_keeps_the_rest_raw_with_a_warning(
     out = _run(variant, case)
     assert out["text"] == case["text"] + opener + tail
     assert _stores(out) == _stores(base)
-    position = len(preprocess(template))
+    position = len(template)  # in the text as written, before legacy syntax is rewritten
     assert any(
         d["code"] == "macro_parse_failed" and d["position"] == position
         for d in out["warning_details"]
@@ -299,3 +299,17 @@ def test_warnings_come_exactly_where_sillytavern_logs_one() -> None:
         assert bool(out["warnings"]) is warns, (template, out["warnings"])
         if warns:
             assert out["warnings"] == ["macro_parse_failed"], template
+
+
+def test_warnings_point_into_the_text_as_written_after_legacy_syntax() -> None:
+    """Legacy ``{{time_UTC-5}}`` and ``<USER>`` are rewritten into longer macros before
+    parsing; a warning after them still names the position the author sees."""
+    env = {"user": "Alice", "char": "Bob", "now": "2025-01-01T12:00:00Z", "tz": "UTC"}
+    for template in ("{{time_UTC-5}}|<USER>{{/if}}", "<user> and <BOT>: {{/if}}"):
+        assert preprocess(template) != template
+        out = run_case({"template": template, "env": env})
+        (warning,) = [
+            d for d in out["warning_details"] if d["code"] == "macro_unmatched_closing_block"
+        ]
+        assert warning["position"] == template.index("{{/if}}")
+        assert out["text"].endswith("{{/if}}")
