@@ -114,6 +114,21 @@ class Cluster:
         self.processes.append(process)
         return process
 
+    async def start_webhooks(
+        self, names: tuple[str, ...] = ("model-a", "model-b"), *, database: str = ""
+    ) -> list[BotProcess]:
+        """Start one webhook process per name, one after the other (the first start migrates
+        the new database), each once the one before has registered the shared webhook."""
+        started = []
+        for count, name in enumerate(names, start=1):
+            started.append(self.start(name, mode="webhook", database=database))
+            await wait_until(
+                lambda count=count: len(self.tg.calls_of("setWebhook")) >= count,
+                wait_s=START_WAIT_S,
+                what=f"{name} registering the webhook",
+            )
+        return started
+
     async def stop(self, process: BotProcess) -> int | None:
         """SIGINT, then SIGKILL if it does not stop in time; its exit code."""
         if process.proc.poll() is None:

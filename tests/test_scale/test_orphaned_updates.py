@@ -37,7 +37,6 @@ from tests.fakes.openai_server import FakeOpenAIServer, FakeReply, FakeResponse,
 from tests.fakes.telegram.server import FakeTelegramServer
 from tests.test_e2e.test_two_processes import pg_database  # noqa: F401  (fixture)
 from tests.test_scale.telegram_support import (
-    START_WAIT_S,
     TOKEN,
     Cluster,
     database,
@@ -420,14 +419,7 @@ async def test_a_message_queued_in_a_killed_process_is_answered_once_by_the_othe
             f"lease_expiry_s = {PROCESS_LEASE_EXPIRY_S}"
         )
         try:
-            procs = []
-            for count, name in enumerate(("model-a", "model-b"), start=1):
-                procs.append(cluster.start(name, mode="webhook", database=setting))
-                await wait_until(
-                    lambda count=count: len(tg.calls_of("setWebhook")) >= count,
-                    wait_s=START_WAIT_S,
-                    what=f"{name} registering the webhook",
-                )
+            procs = await cluster.start_webhooks(database=setting)
             killed, live = procs
             dead = False
             # Everything goes to the first process until it is dead, then to the other.

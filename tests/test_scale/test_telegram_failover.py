@@ -21,7 +21,6 @@ from tests.fakes.openai_server import FakeOpenAIServer, FakeReply, FakeResponse,
 from tests.fakes.telegram.server import FakeTelegramServer
 from tests.test_e2e.test_two_processes import pg_database  # noqa: F401  (fixture)
 from tests.test_scale.telegram_support import (
-    START_WAIT_S,
     TOKEN,
     Cluster,
     database,
@@ -74,14 +73,7 @@ async def test_a_killed_process_floor_fails_after_its_lease_and_the_other_serves
         cluster = Cluster(tmp_path, pg_database, tg, llm)
         setting = f"lease_heartbeat_s = 0.5\nlease_expiry_s = {LEASE_EXPIRY_S}"
         try:
-            procs = []
-            for count, name in enumerate(("model-a", "model-b"), start=1):
-                procs.append(cluster.start(name, mode="webhook", database=setting))
-                await wait_until(
-                    lambda count=count: len(tg.calls_of("setWebhook")) >= count,
-                    wait_s=START_WAIT_S,
-                    what=f"{name} registering the webhook",
-                )
+            procs = await cluster.start_webhooks(database=setting)
             killed, live = procs
             dead = False
 

@@ -19,7 +19,6 @@ from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram.server import FakeTelegramServer
 from tests.test_e2e.test_two_processes import pg_database  # noqa: F401  (fixture)
 from tests.test_scale.telegram_support import (
-    START_WAIT_S,
     TOKEN,
     Cluster,
     models_asked,
@@ -50,15 +49,7 @@ async def test_fifty_chats_posted_alternately_to_two_processes_are_answered_once
     ):
         cluster = Cluster(tmp_path, pg_database, tg, llm)
         try:
-            procs = []
-            for count, name in enumerate(("model-a", "model-b"), start=1):
-                # One after the other: the first start migrates the new database.
-                procs.append(cluster.start(name, mode="webhook"))
-                await wait_until(
-                    lambda count=count: len(tg.calls_of("setWebhook")) >= count,
-                    wait_s=START_WAIT_S,
-                    what=f"{name} registering the webhook",
-                )
+            procs = await cluster.start_webhooks()
             # Both register the same URL (idempotent): neither takes the bot from the other.
             assert {c.params["url"] for c in tg.calls_of("setWebhook")} == {SHARED_URL}
             users = [tg.new_user(f"User{i}") for i in range(CHATS)]
